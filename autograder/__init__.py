@@ -1,0 +1,1 @@
+"""Grading package of the self-attention course: contract, checks, sandbox, CLI."""

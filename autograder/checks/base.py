@@ -1,0 +1,364 @@
+"""Scored checks for one answer cell, split so that student code never judges itself.
+
+A `CellSpec` works in three steps:
+
+- `cases()` (trusted) builds the inputs: seeded tensors, sizes, weights.
+- `probe(ns, cases)` (untrusted) runs the student's objects, looked up in the namespace `ns`,
+  on those inputs and returns what they produced as plain data. It runs where the student's
+  code runs, so it only records; it never decides.
+- `judge(cases, observed)` (trusted) computes the references, scores each check and names the
+  catalog mistakes the observed outputs match (see `diagnostics`).
+
+In a notebook all three run in the kernel (`grade_in_notebook`); the grader runs `probe` in a
+sandboxed child process and `cases`/`judge` in its own, so a student who monkeypatches
+`torch.allclose` or this package only fools the kernel's copy, never the grade.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import math
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from autograder.catalog import describe
+
+ERROR_SUFFIX = "!"  # observed[key + "!"] holds the error text when computing observed[key] failed
+
+
+@dataclass
+class Check:
+    """One scored property of an answer."""
+
+    name: str
+    points: float
+    earned: float
+    detail: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return self.earned >= self.points
+
+
+@dataclass
+class CellResult:
+    """Outcome of grading one answer cell: checks with points, named mistakes, errors."""
+
+    grade_id: str
+    checks: list[Check] = field(default_factory=list)
+    mistakes: list[str] = field(default_factory=list)
+    problem: str = ""  # why the answer could not be run at all, in words
+
+    @property
+    def score(self) -> float:
+        return round(sum(c.earned for c in self.checks), 6)
+
+    @property
+    def max_score(self) -> float:
+        return round(sum(c.points for c in self.checks), 6)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "grade_id": self.grade_id,
+            "checks": [vars(c) for c in self.checks],
+            "mistakes": list(self.mistakes),
+            "problem": self.problem,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CellResult:
+        return cls(
+            grade_id=data["grade_id"],
+            checks=[Check(**c) for c in data["checks"]],
+            mistakes=list(data["mistakes"]),
+            problem=data.get("problem", ""),
+        )
+
+    def render(self) -> str:
+        """Plain-text report, the same in the notebook and in the feedback."""
+        lines = [f"{self.grade_id}: {_fmt(self.score)} / {_fmt(self.max_score)} points"]
+        if self.problem:
+            lines.append(f"  Could not grade the answer: {self.problem}")
+        for c in self.checks:
+            mark = "ok  " if c.passed else "FAIL"
+            lines.append(f"  [{mark}] {_fmt(c.earned)}/{_fmt(c.points)}  {c.name}")
+            if c.detail and not c.passed:
+                lines.append(f"         {c.detail}")
+        for m in self.mistakes:
+            lines.append(f"  Likely mistake ({m}): {describe(m)}")
+        return "\n".join(lines)
+
+
+def _fmt(x: float) -> str:
+    return f"{x:g}"
+
+
+class Scorer:
+    """Accumulates the checks of one judge call."""
+
+    def __init__(self, grade_id: str) -> None:
+        self.result = CellResult(grade_id)
+
+    def check(self, name: str, points: float, ok: bool, detail: str = "") -> bool:
+        self.result.checks.append(Check(name, points, points if ok else 0.0, detail))
+        return bool(ok)
+
+    def name(self, *mistakes: str) -> None:
+        for m in mistakes:
+            if m not in self.result.mistakes:
+                self.result.mistakes.append(m)
+
+    def fail_all(self, names_points: list[tuple[str, float]], problem: str) -> CellResult:
+        self.result.problem = problem
+        for name, points in names_points:
+            self.check(name, points, False)
+        return self.result
+
+
+class CellSpec:
+    """Base class of the graded checks of one answer cell; subclasses fill the three steps."""
+
+    notebook: str = ""
+    grade_id: str = ""
+    names: tuple[str, ...] = ()
+    points: float = 0.0  # must equal the sum of the check points and the test cell's points
+
+    def cases(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def probe(self, ns: dict[str, Any], cases: dict[str, Any]) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def judge(self, cases: dict[str, Any], observed: dict[str, Any]) -> CellResult:
+        raise NotImplementedError
+
+    def missing_names(self, ns: dict[str, Any]) -> list[str]:
+        return [n for n in self.names if n not in ns]
+
+    def evaluate(self, cases: dict[str, Any], observed: dict[str, Any]) -> CellResult:
+        """judge(), or zero points with the reason when the answer never ran."""
+        if "!missing" in observed or "!exec" in observed:
+            if "!missing" in observed:
+                names = ", ".join(observed["!missing"])
+                problem = f"{names} is not defined: run the answer cell, and keep its names."
+            else:
+                problem = f"the answer cell raised {observed['!exec']}"
+            scorer = Scorer(self.grade_id)
+            return scorer.fail_all(
+                [("the answer cell runs and defines its names", self.points)], problem
+            )
+        return self.judge(cases, observed)
+
+
+class FunctionSpec(CellSpec):
+    """Checks for an answer that defines a function of tensors, compared with a reference.
+
+    Subclasses set `function` and `groups` (check name, points, case keys) and implement
+    `make_cases` (case key -> argument tuple), `reference` and `variants` (catalog id ->
+    wrong implementation). `extra_checks` may add property checks.
+    """
+
+    function: str = ""
+    groups: list[tuple[str, float, list[str]]] = []
+    dtype: str = "float32"
+
+    def make_cases(self) -> dict[str, tuple]:
+        raise NotImplementedError
+
+    def reference(self, *args: Any) -> Any:
+        raise NotImplementedError
+
+    def variants(self) -> dict[str, Callable[..., Any]]:
+        return {}
+
+    def cases(self) -> dict[str, Any]:
+        return {"args": self.make_cases()}
+
+    def probe(self, ns: dict[str, Any], cases: dict[str, Any]) -> dict[str, Any]:
+        import copy
+
+        fn = ns[self.function]
+        observed: dict[str, Any] = {}
+        for key, args in cases["args"].items():
+            attempt(observed, key, lambda args=args: fn(*copy.deepcopy(args)))
+        return observed
+
+    def judge(self, cases: dict[str, Any], observed: dict[str, Any]) -> CellResult:
+        scorer = Scorer(self.grade_id)
+        args = cases["args"]
+        expected = {k: self.reference(*a) for k, a in args.items()}
+        all_ok = True
+        for name, points, keys in self.groups:
+            bad = [k for k in keys if not close(observed.get(k), expected[k], self.dtype)]
+            detail = (
+                f"on case {bad[0]}: {why_not(observed, bad[0], expected[bad[0]])}" if bad else ""
+            )
+            all_ok &= scorer.check(name, points, not bad, detail)
+        all_ok &= self.extra_checks(scorer, cases, observed)
+        if not all_ok:
+            scorer.name(*self.diagnose(args, observed))
+        return scorer.result
+
+    def extra_checks(self, scorer: Scorer, cases: dict[str, Any], observed: dict[str, Any]) -> bool:
+        return True
+
+    def diagnose(self, args: dict[str, tuple], observed: dict[str, Any]) -> list[str]:
+        from autograder.checks.diagnostics import match_mistakes
+
+        table: dict[str, dict[str, Any]] = {}
+        for mistake, wrong in self.variants().items():
+            outputs = {}
+            for key, a in args.items():
+                try:
+                    outputs[key] = wrong(*a)
+                except Exception:  # a wrong implementation may not run on every size
+                    continue
+            table[mistake] = outputs
+        return match_mistakes(observed, table, self.dtype)
+
+
+# ---- helpers for probes (untrusted side) -------------------------------------------------
+
+
+def attempt(observed: dict[str, Any], key: str, fn: Callable[[], Any]) -> Any:
+    """Run fn(); store its plain value under key, or its error text under key + '!'."""
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                value = fn()
+    except (Exception, SystemExit) as err:  # a student's answer may raise anything
+        observed[key + ERROR_SUFFIX] = error_text(err)
+        return None
+    observed[key] = to_plain(value)
+    return value
+
+
+def error_text(err: BaseException) -> str:
+    text = f"{type(err).__name__}: {err}"
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+def to_plain(value: Any, depth: int = 0) -> Any:
+    """Tensors to numpy arrays, containers recursively; anything else to a short repr."""
+    if depth > 6:
+        return {"__repr__": "<nested too deep>"}
+    if isinstance(value, (bool, int, float, str)) or value is None:
+        return value
+    if isinstance(value, np.ndarray):
+        return value
+    if isinstance(value, np.generic):
+        return value.item()
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - torch is always present where answers run
+        torch = None
+    if torch is not None:
+        if isinstance(value, torch.Tensor):
+            t = value.detach()
+            if t.device.type != "cpu":
+                t = t.to("cpu") if t.device.type != "meta" else t
+            if t.device.type == "meta":
+                return {"__meta__": list(t.shape), "dtype": str(t.dtype)}
+            if t.dtype == torch.bfloat16:
+                t = t.float()
+            return t.numpy().copy()
+        if isinstance(value, (torch.device, torch.dtype)):
+            return str(value)
+        if isinstance(value, torch.Size):
+            return [int(v) for v in value]
+    if isinstance(value, (list, tuple)):
+        return [to_plain(v, depth + 1) for v in value]
+    if isinstance(value, dict):
+        return {str(k): to_plain(v, depth + 1) for k, v in value.items()}
+    text = repr(value)
+    return {"__repr__": text[:200]}
+
+
+# ---- helpers for judges (trusted side) ---------------------------------------------------
+
+# (rtol, atol) by dtype: wide enough for a correct answer written differently (einsum, loops,
+# a large negative fill), far tighter than any catalog mistake moves the result.
+TOLERANCES: dict[str, tuple[float, float]] = {
+    "float64": (1e-7, 1e-9),
+    "float32": (1e-4, 1e-5),
+    "float16": (1e-2, 1e-3),
+    "bfloat16": (2e-2, 1e-2),
+}
+
+
+def tolerance(dtype: Any) -> tuple[float, float]:
+    name = str(dtype).replace("torch.", "")
+    return TOLERANCES.get(name, TOLERANCES["float32"])
+
+
+def is_array(value: Any) -> bool:
+    return isinstance(value, np.ndarray)
+
+
+def close(observed: Any, expected: Any, dtype: Any = "float32") -> bool:
+    """True when observed is an array of expected's shape and agrees within dtype tolerance."""
+    if not is_array(observed):
+        return False
+    exp = np.asarray(_numpy(expected))
+    if observed.shape != exp.shape:
+        return False
+    if observed.dtype == object or not np.issubdtype(observed.dtype, np.number):
+        if observed.dtype == bool and exp.dtype == bool:
+            return bool(np.array_equal(observed, exp))
+        return False
+    rtol, atol = tolerance(dtype)
+    obs = observed.astype(np.float64)
+    ref = exp.astype(np.float64)
+    if not np.array_equal(np.isnan(obs), np.isnan(ref)):
+        return False
+    return bool(np.allclose(obs, ref, rtol=rtol, atol=atol, equal_nan=True))
+
+
+def max_abs_diff(observed: Any, expected: Any) -> float:
+    if not is_array(observed):
+        return math.inf
+    exp = np.asarray(_numpy(expected))
+    if observed.shape != exp.shape or not np.issubdtype(observed.dtype, np.number):
+        return math.inf
+    diff = np.abs(observed.astype(np.float64) - exp.astype(np.float64))
+    return float(np.nanmax(diff)) if diff.size else 0.0
+
+
+def _numpy(value: Any) -> Any:
+    try:
+        import torch
+
+        if isinstance(value, torch.Tensor):
+            return value.detach().cpu().double().numpy()
+    except ImportError:  # pragma: no cover
+        pass
+    return value
+
+
+def shape_of(value: Any) -> str:
+    if is_array(value):
+        return str(tuple(value.shape))
+    if isinstance(value, dict) and "__meta__" in value:
+        return str(tuple(value["__meta__"]))
+    return type(value).__name__
+
+
+def why_not(observed: dict[str, Any], key: str, expected: Any) -> str:
+    """A short explanation of why observed[key] is not expected, for a failed check."""
+    if key + ERROR_SUFFIX in observed:
+        return f"raised {observed[key + ERROR_SUFFIX]}"
+    if key not in observed:
+        return "was not computed"
+    value = observed[key]
+    exp = np.asarray(_numpy(expected))
+    if not is_array(value):
+        return f"returned {shape_of(value)}, expected a tensor of shape {tuple(exp.shape)}"
+    if value.shape != exp.shape:
+        return f"returned shape {tuple(value.shape)}, expected {tuple(exp.shape)}"
+    return f"values differ from the reference (max abs diff {max_abs_diff(value, exp):.3g})"

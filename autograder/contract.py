@@ -1,0 +1,46 @@
+"""The public contract: notebook files, answer-cell grade_ids and the names each defines."""
+
+from __future__ import annotations
+
+ASSIGNMENT = "self-attention"
+
+CONTRACT: dict[str, dict[str, tuple[str, ...]]] = {
+    "01_uniform_averaging.ipynb": {
+        "average-loop": ("average_loop",),
+        "average-matmul": ("average_matmul",),
+        "average-softmax": ("average_softmax",),
+    },
+    "02_queries_and_keys.ipynb": {
+        "shape-table": ("SHAPES",),
+        "param-count": ("N_PARAMS",),
+        "affinities": ("affinities",),
+    },
+    "03_mask_then_softmax.ipynb": {
+        "mask-then-softmax": ("mask_then_softmax",),
+        "nonzero-count": ("NONZERO", "n_visible"),
+    },
+    "04_value_aggregation.ipynb": {
+        "attend": ("attend",),
+    },
+    "05_the_head.ipynb": {
+        "head": ("Head",),
+    },
+    "06_experiments.ipynb": {
+        "capture-attention": ("capture_attention",),
+        "unmasked-head": ("UnmaskedHead",),
+        "value-ablation": ("NoValueHead",),
+    },
+    "07_head_on_gpu.ipynb": {
+        "pick-device": ("pick_device",),
+        "weights-bytes": ("weights_bytes",),
+        "multi-head": ("MultiHead",),
+        "sdpa-forward": ("head_forward_sdpa",),
+    },
+}
+
+NOTEBOOKS: tuple[str, ...] = tuple(CONTRACT)
+
+
+def test_cell_id(grade_id: str) -> str:
+    """grade_id of the autograded test cell that scores the answer cell `grade_id`."""
+    return f"test-{grade_id}"

@@ -1,0 +1,29 @@
+"""The course's nbgrader configuration, applied by nbgrader_config.py and by the grader."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from autograder.contract import ASSIGNMENT
+from autograder.paths import COURSE_DIR
+
+CELL_TIMEOUT = 120  # seconds a single cell may run under nbgrader
+
+
+def configure(c: Any) -> Any:
+    """Fill a traitlets Config `c` with the course's settings and return it."""
+    c.CourseDirectory.root = str(COURSE_DIR)
+    c.CourseDirectory.course_id = "self-attention"
+    c.CourseDirectory.db_assignments = [{"name": ASSIGNMENT}]
+    c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
+    c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
+    # Tracebacks without source lines: a failing hidden test never shows its code.
+    c.Execute.extra_arguments = ["--InteractiveShell.xmode=Minimal"]
+    c.Execute.timeout = CELL_TIMEOUT
+    c.ClearHiddenTests.enforce_metadata = True
+    c.GenerateFeedback.preprocessors = [
+        "nbgrader.preprocessors.GetGrades",
+        "nbgrader.preprocessors.ClearHiddenTests",
+        "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+    ]
+    return c

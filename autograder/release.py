@@ -1,0 +1,67 @@
+"""Regenerate the student notebooks (notebooks/) from the instructor sources (solutions/)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from autograder.contract import ASSIGNMENT
+from autograder.paths import NOTEBOOKS, SOLUTIONS
+
+
+def _venv_on_path() -> None:
+    """nbgrader runs `alembic` and `jupyter` by name: find them beside this interpreter."""
+    bindir = str(Path(sys.executable).parent)
+    if bindir not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
+
+
+def nbgrader_api(course_dir: Path):
+    """An NbGraderAPI on `course_dir` with the course's settings (it ignores config files)."""
+    from nbgrader.apps import NbGraderAPI
+    from traitlets.config import Config
+
+    from autograder.nbgrader_settings import configure
+
+    _venv_on_path()
+
+    config = configure(Config())
+    config.CourseDirectory.root = str(course_dir)
+    return NbGraderAPI(config=config)
+
+
+def generate(course_dir: Path, solutions: Path = SOLUTIONS) -> Path:
+    """Run nbgrader generate_assignment on a copy of `solutions`; return the release folder."""
+    source = course_dir / "source" / ASSIGNMENT
+    if source.exists():
+        shutil.rmtree(source)
+    source.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(solutions, source, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    result = nbgrader_api(course_dir).generate_assignment(ASSIGNMENT, force=True)
+    if not result["success"]:
+        raise RuntimeError(
+            f"nbgrader generate_assignment failed:\n{result['error']}\n{result['log']}"
+        )
+    return course_dir / "release" / ASSIGNMENT
+
+
+def release_into(target: Path, course_dir: Path | None = None) -> list[Path]:
+    """Write a fresh release of solutions/ into `target`; return the notebooks written."""
+    with tempfile.TemporaryDirectory() as tmp:
+        released = generate(course_dir or Path(tmp) / "course")
+        target.mkdir(parents=True, exist_ok=True)
+        for stale in target.glob("*.ipynb"):
+            stale.unlink()
+        written = []
+        for nb in sorted(released.glob("*.ipynb")):
+            written.append(Path(shutil.copy2(nb, target / nb.name)))
+    return written
+
+
+def main() -> int:
+    for path in release_into(NOTEBOOKS):
+        print(f"released {path.relative_to(NOTEBOOKS.parent)}")
+    return 0

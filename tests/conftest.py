@@ -1,0 +1,9 @@
+"""Shared test settings: a headless matplotlib and the data set from ../shared when present."""
+
+import os
+from pathlib import Path
+
+os.environ.setdefault("MPLBACKEND", "Agg")
+_shared = Path(__file__).resolve().parents[2] / "shared" / "data" / "tinyshakespeare.txt"
+if "TINYSHAKESPEARE" not in os.environ and _shared.is_file():
+    os.environ["TINYSHAKESPEARE"] = str(_shared)
