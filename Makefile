@@ -10,6 +10,8 @@ PORT ?= 8888
 OUT ?= grading-output
 JOBS ?= 2
 PYTEST_ARGS ?=
+# Jupyter refuses to run as root unless told; containers and CI machines often are root.
+ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 .PHONY: help venv lab test test-fast release grade lint format bench badges clean
 
@@ -34,7 +36,8 @@ $(STAMP): requirements.txt pyproject.toml
 venv: $(STAMP)
 
 lab: venv
-	$(BIN)/jupyter lab --no-browser --port=$(PORT) --ServerApp.root_dir=$(CURDIR)
+	$(PY) -m autograder release --course-dir-only
+	$(BIN)/jupyter lab --no-browser --port=$(PORT) --ServerApp.root_dir=$(CURDIR) $(ROOT_FLAG)
 
 test: venv
 	MPLBACKEND=Agg $(PY) -m pytest -q --nbval-lax --nbval-cell-timeout=300 tests solutions $(PYTEST_ARGS)

@@ -17,7 +17,7 @@ def main(argv: list[str] | None = None) -> int:
     if command == "release":
         from autograder.release import main as release_main
 
-        return release_main()
+        return release_main(rest)
     if command == "grade":
         from autograder.cli import main as grade_main
 

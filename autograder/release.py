@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 
 from autograder.contract import ASSIGNMENT
-from autograder.paths import NOTEBOOKS, SOLUTIONS
+from autograder.paths import COURSE_DIR, NOTEBOOKS, SOLUTIONS
 
 
 def _venv_on_path() -> None:
@@ -61,7 +61,18 @@ def release_into(target: Path, course_dir: Path | None = None) -> list[Path]:
     return written
 
 
-def main() -> int:
-    for path in release_into(NOTEBOOKS):
+def ensure_course_dir() -> Path:
+    """nbgrader's course directory (.nbgrader/) with the assignment, for the formgrader."""
+    if not (COURSE_DIR / "release" / ASSIGNMENT).is_dir():
+        generate(COURSE_DIR)
+    return COURSE_DIR
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`release`: notebooks/ and .nbgrader/ from solutions/; `course-dir`: .nbgrader/ only."""
+    if argv and argv[0] == "--course-dir-only":
+        print(f"course directory ready: {ensure_course_dir()}")
+        return 0
+    for path in release_into(NOTEBOOKS, course_dir=COURSE_DIR):
         print(f"released {path.relative_to(NOTEBOOKS.parent)}")
     return 0
