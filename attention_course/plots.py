@@ -22,7 +22,9 @@ def heatmap(
     if ax is None:
         _, ax = plt.subplots(figsize=(4.2, 3.6))
     finite = torch.where(torch.isfinite(w), w, torch.nan)
-    image = ax.imshow(finite.numpy(), cmap="viridis")
+    cmap = plt.get_cmap("viridis").copy()
+    cmap.set_bad("lightgrey")  # -inf (masked) and nan cells
+    image = ax.imshow(finite.numpy(), cmap=cmap)
     ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
     T = w.shape[0]
     if annotate is None:
@@ -33,8 +35,9 @@ def heatmap(
             for j in range(w.shape[1]):
                 value = w[i, j].item()
                 text = "-inf" if value == float("-inf") else f"{value:.2f}"
+                masked = not torch.isfinite(w[i, j])
                 bright = high > low and (value - low) / (high - low) > 0.6
-                color = "black" if bright and value != float("-inf") else "white"
+                color = "black" if bright or masked else "white"
                 ax.text(j, i, text, ha="center", va="center", fontsize=7, color=color)
     ticks = range(T)
     ax.set_xticks(ticks)

@@ -6,8 +6,9 @@ import ast
 
 import pytest
 
+from autograder import contract
 from autograder.checks import all_specs
-from autograder.contract import CONTRACT, test_cell_id
+from autograder.contract import CONTRACT
 from autograder.notebook_io import answer_cells, grade_id, is_test, nbgrader_meta, read, source
 from autograder.paths import NOTEBOOKS, SOLUTIONS
 
@@ -40,8 +41,8 @@ def test_every_answer_has_a_scored_test_cell_matching_its_checks(notebook: str) 
     ids = [grade_id(c) for c in nb.cells if grade_id(c)]
     assert len(ids) == len(set(ids)), f"{notebook}: duplicate grade_ids"
     for gid in CONTRACT[notebook]:
-        cell = tests.get(test_cell_id(gid))
-        assert cell is not None, f"{notebook}: no test cell {test_cell_id(gid)}"
+        cell = tests.get(contract.test_cell_id(gid))
+        assert cell is not None, f"{notebook}: no test cell {contract.test_cell_id(gid)}"
         points = float(nbgrader_meta(cell)["points"])
         spec = all_specs()[gid]
         assert spec.notebook == notebook

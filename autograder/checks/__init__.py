@@ -13,28 +13,38 @@ from autograder.checks.base import CellResult, CellSpec
 from autograder.contract import CONTRACT
 
 
+def _notebook_module(notebook: str) -> str:
+    return f"autograder.checks.nb{notebook[:2]}"
+
+
 @cache
+def notebook_specs(notebook: str) -> dict[str, CellSpec]:
+    """grade_id -> spec for one notebook (empty when its checks module does not exist).
+
+    Each notebook's module loads on its own, so a broken module affects only its notebook.
+    """
+    module = _notebook_module(notebook)
+    try:
+        mod = importlib.import_module(module)
+    except ModuleNotFoundError as err:
+        if err.name != module:
+            raise
+        return {}
+    return {spec.grade_id: spec for spec in mod.SPECS}
+
+
 def all_specs() -> dict[str, CellSpec]:
     """grade_id -> spec, for every notebook whose checks module exists."""
-    specs: dict[str, CellSpec] = {}
-    for notebook in CONTRACT:
-        module = f"autograder.checks.nb{notebook[:2]}"
-        try:
-            mod = importlib.import_module(module)
-        except ModuleNotFoundError as err:
-            if err.name != module:
-                raise
-            continue
-        for spec in mod.SPECS:
-            specs[spec.grade_id] = spec
-    return specs
+    return {gid: spec for nb in CONTRACT for gid, spec in notebook_specs(nb).items()}
 
 
 def spec_for(grade_id: str) -> CellSpec:
-    try:
-        return all_specs()[grade_id]
-    except KeyError:
-        raise KeyError(f"no checks registered for answer cell {grade_id!r}") from None
+    for notebook, answers in CONTRACT.items():
+        if grade_id in answers:
+            specs = notebook_specs(notebook)
+            if grade_id in specs:
+                return specs[grade_id]
+    raise KeyError(f"no checks registered for answer cell {grade_id!r}")
 
 
 def run_in_process(spec: CellSpec, namespace: dict[str, Any]) -> CellResult:

@@ -208,18 +208,9 @@ class FunctionSpec(CellSpec):
         return True
 
     def diagnose(self, args: dict[str, tuple], observed: dict[str, Any]) -> list[str]:
-        from autograder.checks.diagnostics import match_mistakes
+        from autograder.checks.diagnostics import diagnose_variants
 
-        table: dict[str, dict[str, Any]] = {}
-        for mistake, wrong in self.variants().items():
-            outputs = {}
-            for key, a in args.items():
-                try:
-                    outputs[key] = wrong(*a)
-                except Exception:  # a wrong implementation may not run on every size
-                    continue
-            table[mistake] = outputs
-        return match_mistakes(observed, table, self.dtype)
+        return diagnose_variants(list(self.variants().items()), args, observed, self.dtype)
 
 
 # ---- helpers for probes (untrusted side) -------------------------------------------------

@@ -7,10 +7,12 @@ the very same inputs, and returns the ids of the mistakes that reproduce it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from autograder.checks.base import close
+
+Variant = tuple[str, Callable[..., Any]]  # (catalog id, wrong implementation)
 
 
 def match_mistakes(
@@ -37,3 +39,30 @@ def _same(observed: Any, expected: Any, dtype: Any) -> bool:
     if isinstance(expected, (bool, int, float, str)) and not hasattr(expected, "shape"):
         return observed == expected
     return close(observed, expected, dtype)
+
+
+def diagnose_variants(
+    variants: list[Variant], args: Mapping[str, tuple], observed: Mapping[str, Any], dtype: Any
+) -> list[str]:
+    """Catalog ids of the wrong implementations that reproduce what was observed.
+
+    Runs each wrong implementation on the same case arguments the student's code saw; any
+    number of implementations may share one id. A variant that cannot run on a case (a shape
+    error) simply has no expectation there.
+    """
+    import copy
+
+    import torch
+
+    table: dict[str, dict[str, Any]] = {}
+    for i, (mistake, wrong) in enumerate(variants):
+        outputs = {}
+        for key, a in args.items():
+            try:
+                with torch.no_grad():
+                    outputs[key] = wrong(*copy.deepcopy(a))
+            except Exception:  # a wrong implementation may not run on every size
+                continue
+        table[f"{i}:{mistake}"] = outputs
+    found = match_mistakes(observed, table, dtype)
+    return list(dict.fromkeys(tag.split(":", 1)[1] for tag in found))

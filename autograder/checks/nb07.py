@@ -1,0 +1,568 @@
+"""Checks of notebook 07, the Head on the GPU: device choice, memory, several heads, sdpa.
+
+- pick-device: the probe fakes what is available (cuda, mps, both, neither) by patching the
+  availability functions, and also calls `pick_device()` as it is.
+- weights-bytes: exact integers for several sizes and dtypes, positional and keyword.
+- multi-head: the layout documented in the notebook (`heads`, an nn.ModuleList of heads with
+  `key`/`query`/`value`; `proj`, a Linear from n_head * head_size to n_embd); the probe records
+  the student's own weights and outputs, and the judge rebuilds the output from those weights.
+- sdpa-forward: reference heads are passed in; the probe records the output and whether
+  `scaled_dot_product_attention` ran (a TorchFunctionMode sees every call, however imported).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.overrides import TorchFunctionMode
+
+from autograder.checks.base import CellSpec, Scorer, attempt, close, why_not
+from autograder.checks.nb05 import attention
+
+NOTEBOOK = "07_head_on_gpu.ipynb"
+
+
+class Head(nn.Module):
+    """The course's reference head (notebook 05's class), passed to head_forward_sdpa."""
+
+    def __init__(self, n_embd: int, head_size: int, block_size: int, dropout: float = 0.0):
+        super().__init__()
+        self.key = nn.Linear(n_embd, head_size, bias=False)
+        self.query = nn.Linear(n_embd, head_size, bias=False)
+        self.value = nn.Linear(n_embd, head_size, bias=False)
+        self.register_buffer("tril", torch.tril(torch.ones(block_size, block_size)))
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        B, T, C = x.shape
+        k = self.key(x)  # (B,T,hs)
+        q = self.query(x)  # (B,T,hs)
+        wei = q @ k.transpose(-2, -1) * k.shape[-1] ** -0.5  # (B,T,T)
+        wei = wei.masked_fill(self.tril[:T, :T] == 0, float("-inf"))  # (B,T,T)
+        wei = self.dropout(F.softmax(wei, dim=-1))  # (B,T,T)
+        return wei @ self.value(x)  # (B,T,T) @ (B,T,hs) -> (B,T,hs)
+
+
+def _weights_of(head: nn.Module) -> dict[str, torch.Tensor]:
+    return {name: getattr(head, name).weight.detach().clone() for name in ("key", "query", "value")}
+
+
+# ---- pick-device ---------------------------------------------------------------------------
+
+SCENARIOS: dict[str, tuple[bool, bool, str]] = {
+    # name: (cuda available, mps available, expected device type)
+    "cuda only": (True, False, "cuda"),
+    "mps only": (False, True, "mps"),
+    "neither": (False, False, "cpu"),
+    "cuda and mps": (True, True, "cuda"),
+}
+
+
+def _patched_availability(cuda: bool, mps: bool) -> list[tuple[Any, str, Any]]:
+    """(object, attribute, replacement) for every way to ask what is available."""
+    patches: list[tuple[Any, str, Any]] = [
+        (torch.cuda, "is_available", lambda: cuda),
+        (torch.cuda, "device_count", lambda: 1 if cuda else 0),
+    ]
+    backends_mps = getattr(torch.backends, "mps", None)
+    if backends_mps is not None:
+        patches += [
+            (backends_mps, "is_available", lambda: mps),
+            (backends_mps, "is_built", lambda: mps),
+        ]
+    accelerator = getattr(torch, "accelerator", None)
+    if accelerator is not None:
+        kind = "cuda" if cuda else "mps" if mps else None
+        patches += [
+            (accelerator, "is_available", lambda: kind is not None),
+            (
+                accelerator,
+                "current_accelerator",
+                lambda *a, **k: torch.device(kind) if kind else None,
+            ),
+        ]
+    return patches
+
+
+def _describe_device(value: Any) -> dict[str, Any]:
+    if isinstance(value, torch.device):
+        return {"is_device": True, "type": value.type}
+    return {"is_device": False, "type": str(value)[:40]}
+
+
+class PickDeviceSpec(CellSpec):
+    notebook = NOTEBOOK
+    grade_id = "pick-device"
+    names = ("pick_device",)
+    points = 2.0
+
+    def cases(self) -> dict[str, Any]:
+        return {"scenarios": dict(SCENARIOS)}
+
+    def probe(self, ns: dict[str, Any], cases: dict[str, Any]) -> dict[str, Any]:
+        fn = ns["pick_device"]
+        obs: dict[str, Any] = {}
+        for name, (cuda, mps, _) in cases["scenarios"].items():
+            patches = [p for p in _patched_availability(cuda, mps) if hasattr(p[0], p[1])]
+            saved = [(obj, attr, getattr(obj, attr)) for obj, attr, _ in patches]
+            try:
+                for obj, attr, new in patches:
+                    setattr(obj, attr, new)
+                attempt(obs, name, lambda: _describe_device(fn()))
+            finally:
+                for obj, attr, old in saved:
+                    setattr(obj, attr, old)
+        attempt(obs, "this machine", lambda: _describe_device(fn()))
+        return obs
+
+    def judge(self, cases: dict[str, Any], observed: dict[str, Any]) -> Any:
+        s = Scorer(self.grade_id)
+        bad = []
+        for name, (_, _, expected) in cases["scenarios"].items():
+            got = observed.get(name)
+            if not isinstance(got, dict) or got.get("type") != expected:
+                shown = (
+                    why_not(observed, name, None) if not isinstance(got, dict) else got.get("type")
+                )
+                bad.append(f"with {name} available it gave {shown}, expected {expected}")
+        s.check("cuda if available, else mps, else cpu", 1, not bad, bad[0] if bad else "")
+        if torch.cuda.is_available():
+            here = "cuda"
+        elif getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+            here = "mps"
+        else:
+            here = "cpu"
+        got = observed.get("this machine")
+        ok = isinstance(got, dict) and got.get("is_device") and got.get("type") == here
+        detail = f"expected torch.device('{here}') on this machine"
+        if isinstance(got, dict) and not got.get("is_device"):
+            detail = (
+                f"returned {got.get('type')!r}, not a torch.device: wrap it in torch.device(...)"
+            )
+        s.check("returns a torch.device, the right one on this machine", 1, bool(ok), detail)
+        return s.result
+
+
+# ---- weights-bytes --------------------------------------------------------------------------
+
+BYTES_CASES: dict[str, tuple[tuple, dict[str, Any]]] = {
+    "B4_T8": ((4, 8), {}),
+    "lecture config, 6 heads": ((64, 256, 6), {}),
+    "bf16 positional": ((2, 1024, 6, torch.bfloat16), {}),
+    "fp64 keyword": ((3, 5), {"n_head": 2, "dtype": torch.float64}),
+    "fp16 keyword": ((1, 4096), {"dtype": torch.float16}),
+    "T1": ((7, 1, 3), {}),
+}
+DEFAULT_GROUP = ["B4_T8", "lecture config, 6 heads", "T1"]
+DTYPE_GROUP = ["bf16 positional", "fp64 keyword", "fp16 keyword"]
+
+
+def expected_bytes(B: int, T: int, n_head: int = 1, dtype: torch.dtype = torch.float32) -> int:
+    return B * n_head * T * T * torch.empty((), dtype=dtype).element_size()
+
+
+class WeightsBytesSpec(CellSpec):
+    notebook = NOTEBOOK
+    grade_id = "weights-bytes"
+    names = ("weights_bytes",)
+    points = 2.0
+
+    def cases(self) -> dict[str, Any]:
+        return {"calls": dict(BYTES_CASES)}
+
+    def probe(self, ns: dict[str, Any], cases: dict[str, Any]) -> dict[str, Any]:
+        fn = ns["weights_bytes"]
+        obs: dict[str, Any] = {}
+        for key, (args, kwargs) in cases["calls"].items():
+            attempt(obs, key, lambda args=args, kwargs=kwargs: fn(*args, **kwargs))
+        return obs
+
+    def judge(self, cases: dict[str, Any], observed: dict[str, Any]) -> Any:
+        s = Scorer(self.grade_id)
+        for name, keys in (
+            ("float32 by default: B x n_head x T x T x 4 bytes", DEFAULT_GROUP),
+            ("n_head and dtype (bfloat16, float16, float64), positional or keyword", DTYPE_GROUP),
+        ):
+            bad = []
+            for key in keys:
+                args, kwargs = cases["calls"][key]
+                want = expected_bytes(*args, **kwargs)
+                got = observed.get(key)
+                number = isinstance(got, (int, float)) and not isinstance(got, bool)
+                if not (number and float(got).is_integer() and int(got) == want):
+                    shown = why_not(observed, key, None) if key not in observed else repr(got)
+                    bad.append(f"{key}: got {shown}, expected {want:,}")
+            s.check(name, 1, not bad, bad[0] if bad else "")
+        return s.result
+
+
+# ---- multi-head -----------------------------------------------------------------------------
+
+MH_CONFIGS: dict[str, tuple[int, int, int, int]] = {
+    # name: (n_embd, n_head, head_size, block_size)
+    "A": (24, 3, 8, 10),
+    "B": (20, 4, 6, 9),  # n_head * head_size = 24 != n_embd: proj must map 24 -> 20
+}
+MH_INPUTS: dict[str, tuple[str, tuple[int, int]]] = {
+    "A_main": ("A", (2, 7)),
+    "A_BeqT": ("A", (4, 4)),
+    "A_T1": ("A", (3, 1)),
+    "A_full": ("A", (2, 10)),
+    "B_main": ("B", (3, 9)),
+    "B_short": ("B", (2, 5)),
+}
+MH_FUTURE_FROM = 3
+
+
+def _mh_cases() -> dict[str, Any]:
+    g = torch.Generator().manual_seed(707)
+    xs = {
+        k: torch.randn(b, t, MH_CONFIGS[c][0], generator=g) for k, (c, (b, t)) in MH_INPUTS.items()
+    }
+    future = xs["A_main"].clone()
+    future[:, MH_FUTURE_FROM:] = torch.randn(future[:, MH_FUTURE_FROM:].shape, generator=g)
+    xs["A_future"] = future
+    return {"configs": dict(MH_CONFIGS), "inputs_of": dict(MH_INPUTS), "x": xs}
+
+
+def _linear_record(layer: Any) -> dict[str, Any]:
+    bias = getattr(layer, "bias", None)
+    return {
+        "linear": isinstance(layer, nn.Linear),
+        "weight": layer.weight,
+        "bias": bias if isinstance(bias, torch.Tensor) else None,
+    }
+
+
+def multihead_reference(record: dict[str, Any], x: torch.Tensor) -> torch.Tensor:
+    """proj(concat of the heads' outputs), from the weights the probe recorded."""
+    outs = []
+    for head in record["heads"]:
+        w = {}
+        for name in ("key", "query", "value"):
+            w[name] = torch.from_numpy(head[name]["weight"])
+            bias = head[name]["bias"]
+            w[name + "_bias"] = (
+                torch.from_numpy(bias) if bias is not None else torch.zeros(w[name].shape[0])
+            )
+        outs.append(attention(x, w, bias=True))  # zero bias when the head has none
+    cat = torch.cat(outs, dim=-1)  # (B,T,n_head*hs)
+    proj = record["proj"]
+    out = cat @ torch.from_numpy(proj["weight"]).double().T
+    if proj["bias"] is not None:
+        out = out + torch.from_numpy(proj["bias"]).double()
+    return out  # (B,T,n_embd)
+
+
+class MultiHeadSpec(CellSpec):
+    notebook = NOTEBOOK
+    grade_id = "multi-head"
+    names = ("MultiHead",)
+    points = 4.0
+    dtype = "float32"
+
+    def cases(self) -> dict[str, Any]:
+        return _mh_cases()
+
+    def probe(self, ns: dict[str, Any], cases: dict[str, Any]) -> dict[str, Any]:
+        MultiHead = ns["MultiHead"]
+        xs = cases["x"]
+        obs: dict[str, Any] = {}
+
+        def build(cfg: str, dropout: float = 0.0) -> Any:
+            torch.manual_seed(0)
+            mh = MultiHead(*cases["configs"][cfg], dropout=dropout)
+            mh.eval()
+            return mh
+
+        models = {}
+        for cfg in cases["configs"]:
+            models[cfg] = attempt(obs, f"build_{cfg}", lambda cfg=cfg: build(cfg))
+            if models[cfg] is not None:
+                attempt(obs, f"layout_{cfg}", lambda cfg=cfg: _layout_of(models[cfg]))
+        for key, (cfg, _) in cases["inputs_of"].items():
+            if models[cfg] is None:
+                continue
+            with torch.no_grad():
+                attempt(obs, key, lambda cfg=cfg, key=key: models[cfg](xs[key].clone()))
+                attempt(
+                    obs, key + "_residual", lambda cfg=cfg, key=key: _residual(models[cfg], xs[key])
+                )
+        if models["A"] is not None:
+            with torch.no_grad():
+                attempt(obs, "A_future", lambda: models["A"](xs["A_future"].clone()))
+
+        def dropout_eval() -> dict[str, Any]:
+            mh = build("A", dropout=0.3)
+            with torch.no_grad():
+                first, second = mh(xs["A_main"].clone()), mh(xs["A_main"].clone())
+            return {"first": first, "second": second, "layout": _layout_of(mh)}
+
+        attempt(obs, "dropout_eval", dropout_eval)
+        return obs
+
+    def judge(self, cases: dict[str, Any], observed: dict[str, Any]) -> Any:
+        s = Scorer(self.grade_id)
+        xs = cases["x"]
+        # 1. layout
+        problems = []
+        for cfg, (n_embd, n_head, hs, _) in cases["configs"].items():
+            rec = observed.get(f"layout_{cfg}")
+            if not isinstance(rec, dict):
+                key = f"build_{cfg}" if f"build_{cfg}!" in observed else f"layout_{cfg}"
+                problems.append(why_not(observed, key, None))
+                continue
+            problems += _layout_problems(rec, n_embd, n_head, hs)
+        s.check(
+            "heads is an nn.ModuleList of n_head heads (key, query, value) and proj maps "
+            "n_head * head_size back to n_embd",
+            1,
+            not problems,
+            problems[0] if problems else "",
+        )
+        # 2. shapes, and the residual connection works
+        bad = []
+        for key, (cfg, (b, t)) in cases["inputs_of"].items():
+            want = (b, t, cases["configs"][cfg][0])
+            got, res = observed.get(key), observed.get(key + "_residual")
+            if not (_is(got, want) and _is(res, want)):
+                bad.append(
+                    f"input {key}, expected {want}: {why_not(observed, key, np.zeros(want))}"
+                )
+        s.check(
+            "returns (B,T,n_embd), so x + mh(x) works, for every size",
+            1,
+            not bad,
+            bad[0] if bad else "",
+        )
+        # 3. the output from its own weights
+        bad = []
+        for key, (cfg, _) in cases["inputs_of"].items():
+            rec = observed.get(f"layout_{cfg}")
+            if not (isinstance(rec, dict) and _usable(rec)):
+                bad.append("the layout above is needed to rebuild the output from your weights")
+                break
+            expected = multihead_reference(rec, xs[key])
+            if not close(observed.get(key), expected, self.dtype):
+                bad.append(f"input {key}: {why_not(observed, key, expected)}")
+        s.check(
+            "equals proj(concatenated head outputs) computed from its own weights",
+            1,
+            not bad,
+            bad[0] if bad else "",
+        )
+        # 4. causal, and dropout off in eval mode
+        main, future = observed.get("A_main"), observed.get("A_future")
+        causal = (
+            _is(main, None)
+            and _is(future, main.shape)
+            and bool(np.allclose(main[:, :MH_FUTURE_FROM], future[:, :MH_FUTURE_FROM], atol=1e-5))
+        )
+        ev = observed.get("dropout_eval")
+        steady = False
+        if (
+            isinstance(ev, dict)
+            and _is(ev.get("first"), None)
+            and isinstance(ev.get("layout"), dict)
+        ):
+            first = torch.from_numpy(ev["first"])
+            steady = close(ev.get("second"), first, self.dtype)
+            if _usable(ev["layout"]):
+                steady = steady and close(
+                    ev["first"], multihead_reference(ev["layout"], xs["A_main"])
+                )
+        if not causal:
+            detail = "earlier outputs changed when only later tokens changed (or the call failed)"
+        else:
+            detail = (
+                "with dropout=0.3 in eval mode the output is random or differs from the heads' math"
+            )
+        s.check("causal, and dropout is off in eval mode", 1, causal and steady, detail)
+        return s.result
+
+
+def _is(value: Any, shape: tuple | None) -> bool:
+    """An array, of the given shape when one is given."""
+    return isinstance(value, np.ndarray) and (shape is None or value.shape == tuple(shape))
+
+
+def _residual(mh: Any, x: torch.Tensor) -> torch.Tensor:
+    x = x.clone()
+    return x + mh(x)  # (B,T,C) + (B,T,C)
+
+
+def _layout_of(mh: Any) -> dict[str, Any]:
+    """The weights the judge needs, read off the documented layout: heads and proj."""
+    heads = getattr(mh, "heads", None)
+    proj = getattr(mh, "proj", None)
+    return {
+        "heads_type": type(heads).__name__,
+        "module_list": isinstance(heads, nn.ModuleList),
+        "heads": [
+            {n: _linear_record(getattr(h, n)) for n in ("key", "query", "value")}
+            for h in (list(heads) if heads is not None else [])
+        ],
+        "proj": _linear_record(proj) if proj is not None else None,
+    }
+
+
+def _usable(rec: dict[str, Any]) -> bool:
+    heads, proj = rec.get("heads") or [], rec.get("proj")
+    if not heads or not isinstance(proj, dict) or not isinstance(proj.get("weight"), np.ndarray):
+        return False
+    return all(
+        isinstance(h.get(n), dict) and isinstance(h[n].get("weight"), np.ndarray)
+        for h in heads
+        for n in ("key", "query", "value")
+    )
+
+
+def _layout_problems(rec: dict[str, Any], n_embd: int, n_head: int, hs: int) -> list[str]:
+    problems = []
+    if not rec.get("module_list"):
+        problems.append(
+            f"heads is a {rec.get('heads_type')}, not an nn.ModuleList: its parameters would be "
+            "invisible to .parameters() and .to(device)"
+        )
+    heads = rec.get("heads") or []
+    if len(heads) != n_head:
+        problems.append(f"expected {n_head} heads, found {len(heads)}")
+    for h in heads:
+        for n in ("key", "query", "value"):
+            w = h[n].get("weight") if isinstance(h.get(n), dict) else None
+            if not (_is(w, (hs, n_embd)) and h[n].get("linear")):
+                problems.append(f"each head's {n} must be nn.Linear({n_embd}, {hs})")
+                break
+    proj = rec.get("proj")
+    pw = proj.get("weight") if isinstance(proj, dict) else None
+    if not (isinstance(proj, dict) and proj.get("linear") and _is(pw, None)):
+        problems.append("proj must be an nn.Linear")
+    elif pw.shape != (n_embd, n_head * hs):
+        problems.append(
+            f"proj must map n_head * head_size = {n_head * hs} to n_embd = {n_embd}, "
+            f"its weight is {tuple(pw.shape)}"
+        )
+    return problems
+
+
+# ---- sdpa-forward ---------------------------------------------------------------------------
+
+SDPA_CFG = (24, 10, 12)  # n_embd, head_size, block_size
+SDPA_INPUTS = {"main": (3, 7), "BeqT": (5, 5), "T1": (2, 1), "full": (2, 12)}
+
+
+class _CountSdpa(TorchFunctionMode):
+    """Counts calls of scaled_dot_product_attention, however the student imported it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+        if func is F.scaled_dot_product_attention:
+            self.calls += 1
+        return func(*args, **(kwargs or {}))
+
+
+class SdpaForwardSpec(CellSpec):
+    notebook = NOTEBOOK
+    grade_id = "sdpa-forward"
+    names = ("head_forward_sdpa",)
+    points = 3.0
+    dtype = "float32"
+
+    def cases(self) -> dict[str, Any]:
+        g = torch.Generator().manual_seed(717)
+        n_embd, hs, block_size = SDPA_CFG
+        torch.manual_seed(717)
+        head = Head(n_embd, hs, block_size)
+        dropping = Head(n_embd, hs, block_size, dropout=0.3)
+        dropping.train()
+        xs = {k: torch.randn(b, t, n_embd, generator=g) for k, (b, t) in SDPA_INPUTS.items()}
+        return {"head": head, "dropping": dropping, "x": xs}
+
+    def probe(self, ns: dict[str, Any], cases: dict[str, Any]) -> dict[str, Any]:
+        fn = ns["head_forward_sdpa"]
+        obs: dict[str, Any] = {}
+
+        def call(head: Any, x: torch.Tensor) -> dict[str, Any]:
+            counter = _CountSdpa()
+            with torch.no_grad(), counter:
+                out = fn(copy.deepcopy(head), x.clone())
+            return {"out": out, "sdpa_calls": counter.calls}
+
+        for key, x in cases["x"].items():
+            attempt(obs, key, lambda x=x: call(cases["head"], x))
+        attempt(obs, "dropping", lambda: call(cases["dropping"], cases["x"]["main"]))
+        return obs
+
+    def judge(self, cases: dict[str, Any], observed: dict[str, Any]) -> Any:
+        s = Scorer(self.grade_id)
+
+        def expected_for(head: Head, x: torch.Tensor) -> torch.Tensor:
+            return attention(x, _weights_of(head))
+
+        def out_of(key: str) -> Any:
+            rec = observed.get(key)
+            return rec.get("out") if isinstance(rec, dict) else None
+
+        bad = []
+        for key, x in cases["x"].items():
+            exp = expected_for(cases["head"], x)
+            if not close(out_of(key), exp, self.dtype):
+                source = observed if key not in observed else {key: out_of(key)}
+                bad.append(f"input {key}: {why_not(source, key, exp)}")
+        outputs_ok = s.check(
+            "equals head(x) in eval mode (T < block_size, B == T, T = 1, T == block_size)",
+            1,
+            not bad,
+            bad[0] if bad else "",
+        )
+        calls = [
+            observed[k].get("sdpa_calls", 0)
+            for k in [*cases["x"], "dropping"]
+            if isinstance(observed.get(k), dict)
+        ]
+        used = bool(calls) and all(c > 0 for c in calls)
+        s.check(
+            "computed with torch.nn.functional.scaled_dot_product_attention",
+            1,
+            used,
+            "" if used else "scaled_dot_product_attention was not called",
+        )
+        exp = expected_for(cases["dropping"], cases["x"]["main"])
+        ok = close(out_of("dropping"), exp, self.dtype)
+        detail = (
+            "a head with dropout=0.3 left in training mode must still give its eval output "
+            "(dropout_p=0)"
+        )
+        if "dropping" not in observed:
+            detail = why_not(observed, "dropping", exp)
+        s.check("no dropout: the eval-mode output even for a head in training mode", 1, ok, detail)
+        if not outputs_ok:
+            s.name(*self._scale_mistakes(cases, observed))
+        return s.result
+
+    def _scale_mistakes(self, cases: dict[str, Any], observed: dict[str, Any]) -> list[str]:
+        found = []
+        w = _weights_of(cases["head"])
+        for mistake, scale in (
+            ("no-scale", "none"),
+            ("scale-by-C", "C"),
+            ("scale-no-sqrt", "hs_no_sqrt"),
+        ):
+            if all(
+                isinstance(observed.get(k), dict)
+                and close(observed[k].get("out"), attention(x, w, scale=scale), self.dtype)
+                for k, x in cases["x"].items()
+            ):
+                found.append(mistake)
+        return found
+
+
+SPECS: list[CellSpec] = [PickDeviceSpec(), WeightsBytesSpec(), MultiHeadSpec(), SdpaForwardSpec()]

@@ -1,0 +1,144 @@
+"""Notebook 03's explorer: the update function's weights, its figure, and the widget wiring."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+from attention_course import explorer as ex  # noqa: E402
+from attention_course.errors import CourseError  # noqa: E402
+
+T = 8
+FUTURE = torch.ones(T, T, dtype=torch.bool).triu(1)
+
+
+@pytest.fixture
+def scores() -> torch.Tensor:
+    g = torch.Generator().manual_seed(5)
+    return 1.5 * torch.randn(T, T, generator=g)
+
+
+@pytest.fixture(autouse=True)
+def close_figures():
+    yield
+    plt.close("all")
+
+
+def weights(scores: torch.Tensor, **settings) -> torch.Tensor:
+    w, fig = ex.explore(scores, **settings)
+    plt.close(fig)
+    return w
+
+
+def test_mask_then_softmax_over_keys_is_causal_and_normalised(scores: torch.Tensor) -> None:
+    w = weights(scores)
+    assert torch.allclose(w.sum(-1), torch.ones(T), atol=1e-6)
+    assert bool((w[FUTURE] == 0).all())
+    tril = torch.tril(torch.ones(T, T))
+    reference = torch.softmax(scores.masked_fill(tril == 0, float("-inf")), dim=-1)
+    assert torch.allclose(w, reference)
+
+
+def test_masking_after_the_softmax_leaves_rows_below_one(scores: torch.Tensor) -> None:
+    w = weights(scores, mask_first=False, fill="0")
+    sums = w.sum(-1)
+    assert bool((sums[:-1] < 1 - 1e-3).all()), sums
+    assert torch.isclose(sums[-1], torch.tensor(1.0)), "the last row has no future to lose"
+    assert bool((w[FUTURE] == 0).all())
+
+
+def test_masking_after_the_softmax_with_inf_poisons_the_rows(scores: torch.Tensor) -> None:
+    w = weights(scores, mask_first=False, fill="-inf")
+    assert bool(torch.isneginf(w[FUTURE]).all())
+    assert "-inf" in ex.summary(w, 0)
+
+
+def test_fill_zero_leaks_future_weight(scores: torch.Tensor) -> None:
+    w = weights(scores, fill="0")
+    assert torch.allclose(w.sum(-1), torch.ones(T), atol=1e-6)
+    assert bool((w[FUTURE] > 0).all()), "exp(0) = 1: every future key keeps some weight"
+    assert "weight on the future: 0.000" not in ex.summary(w, 0)
+
+
+def test_large_negative_fill_equals_minus_infinity(scores: torch.Tensor) -> None:
+    assert torch.allclose(weights(scores, fill="-1e9"), weights(scores, fill="-inf"))
+
+
+def test_softmax_over_queries_normalises_columns_not_rows(scores: torch.Tensor) -> None:
+    w = weights(scores, dim=-2)
+    assert torch.allclose(w.sum(-2), torch.ones(T), atol=1e-6)
+    assert not torch.allclose(w.sum(-1), torch.ones(T), atol=1e-2)
+
+
+def test_scale_multiplies_the_scores_and_sharpens_rows(scores: torch.Tensor) -> None:
+    assert torch.allclose(weights(scores, scale=3.0), weights(3.0 * scores))
+    soft, sharp = weights(scores, scale=0.5), weights(scores, scale=4.0)
+    assert bool((sharp.max(-1).values[1:] > soft.max(-1).values[1:]).all())
+
+
+def test_figure_shows_the_selected_row_as_bars(scores: torch.Tensor) -> None:
+    w, fig = ex.explore(scores, row=5, fill="0")
+    _, bars = fig.axes[:2]  # the heatmap, the bar chart (then the colorbar)
+    heights = torch.tensor([p.get_height() for p in bars.patches], dtype=w.dtype)
+    assert torch.allclose(heights, w[5], atol=1e-6)
+    colours = [p.get_facecolor() for p in bars.patches]
+    assert colours[6] == colours[7] != colours[0], "future keys are drawn in their own colour"
+    assert "row 5 sums to 1.000" in bars.get_title()
+
+
+@pytest.mark.parametrize(
+    "args, settings",
+    [
+        ((torch.zeros(2, T, T),), {}),
+        ((torch.zeros(T, T + 1),), {}),
+        ((torch.zeros(T, T),), {"fill": "-100"}),
+        ((torch.zeros(T, T),), {"dim": 0}),
+        ((torch.zeros(T, T),), {"row": T}),
+    ],
+)
+def test_bad_input_is_a_one_line_course_error(args: tuple, settings: dict) -> None:
+    with pytest.raises(CourseError):
+        ex.explore(*args, **settings)
+
+
+def test_widget_calls_explore_with_the_controls_values(
+    scores: torch.Tensor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import ipywidgets as widgets
+
+    calls: list[dict] = []
+
+    def recording(s: torch.Tensor, **settings) -> tuple[torch.Tensor, plt.Figure]:
+        calls.append(settings)
+        return torch.zeros(T, T), plt.figure()
+
+    monkeypatch.setattr(ex, "explore", recording)
+    panel = ex.explorer(scores, row=3)
+    controls = panel.controls
+    assert isinstance(controls["row"], widgets.IntSlider)
+    assert (controls["row"].min, controls["row"].max) == (0, T - 1)
+    assert isinstance(controls["scale"], widgets.FloatSlider)
+    assert calls[-1] == {"mask_first": True, "dim": -1, "fill": "-inf", "scale": 1.0, "row": 3}
+    controls["row"].value = 6
+    controls["scale"].value = 2.5
+    controls["mask_first"].value = False
+    controls["dim"].value = -2
+    controls["fill"].value = "0"
+    assert calls[-1] == {"mask_first": False, "dim": -2, "fill": "0", "scale": 2.5, "row": 6}
+    assert len(calls) == 6
+
+
+def test_static_figure_compares_the_recipes(scores: torch.Tensor) -> None:
+    fig = ex.comparison_figure(scores, row=3)
+    titles = [ax.get_title() for ax in fig.axes]
+    for name in ex.COMPARISONS:
+        assert name in titles
+    bar_titles = [t for t in titles if t.startswith("row 3 sums to")]
+    assert len(bar_titles) == len(ex.COMPARISONS)
+    assert "row 3 sums to 1.000" in bar_titles[0]
+    assert not bar_titles[1].startswith("row 3 sums to 1.000"), "softmax, then mask: below one"
