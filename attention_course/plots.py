@@ -22,8 +22,7 @@ def heatmap(
     if ax is None:
         _, ax = plt.subplots(figsize=(4.2, 3.6))
     finite = torch.where(torch.isfinite(w), w, torch.nan)
-    cmap = plt.get_cmap("viridis").copy()
-    cmap.set_bad("lightgrey")  # -inf (masked) and nan cells
+    cmap = plt.get_cmap("viridis").with_extremes(bad="lightgrey")  # -inf (masked) and nan cells
     image = ax.imshow(finite.numpy(), cmap=cmap)
     ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
     T = w.shape[0]

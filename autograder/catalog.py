@@ -61,7 +61,8 @@ MISTAKES: dict[str, str] = {
         "head_size wide."
     ),
     "v-at-wei": (
-        "Your matrix product is in the wrong order: it is weights @ v, (B,T,T) @ (B,T,hs)."
+        "Your matrix product is in the wrong order: the weights go on the left, "
+        "(B,T,T) @ (B,T,width), so each row of weights mixes the rows it attends to."
     ),
     "tril-not-buffer": (
         "tril is a plain attribute: register it with self.register_buffer('tril', ...) so it "

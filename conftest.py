@@ -4,6 +4,7 @@ import os
 from pathlib import Path
 
 os.environ.setdefault("MPLBACKEND", "Agg")
-_shared = Path(__file__).resolve().parents[2] / "shared" / "data" / "tinyshakespeare.txt"
+# The data set for the notebooks (nbval) and the tests: ../shared/data beside a CI checkout.
+_shared = Path(__file__).resolve().parents[1] / "shared" / "data" / "tinyshakespeare.txt"
 if "TINYSHAKESPEARE" not in os.environ and _shared.is_file():
     os.environ["TINYSHAKESPEARE"] = str(_shared)
