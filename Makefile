@@ -22,6 +22,7 @@ help:
 	@echo "make release  regenerate notebooks/ from solutions/ with nbgrader"
 	@echo "make lint     ruff over the Python files and the notebooks"
 	@echo "make bench    grading cost against bare execution; --jobs 1 against --jobs 2"
+	@echo "make badges   rewrite Colab badges and setup cells from [tool.course] in pyproject.toml"
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -61,6 +62,10 @@ format: venv
 
 bench: venv
 	$(PY) benchmarks/bench_grade.py
+
+badges: venv
+	$(PY) -m autograder.colab
+	$(PY) -m autograder release
 
 clean:
 	rm -rf $(OUT) build .nbgrader .pytest_cache

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from autograder.contract import ASSIGNMENT
 from autograder.paths import COURSE_DIR
 
 CELL_TIMEOUT = 120  # seconds a single cell may run under nbgrader
@@ -14,7 +13,7 @@ def configure(c: Any) -> Any:
     """Fill a traitlets Config `c` with the course's settings and return it."""
     c.CourseDirectory.root = str(COURSE_DIR)
     c.CourseDirectory.course_id = "self-attention"
-    c.CourseDirectory.db_assignments = [{"name": ASSIGNMENT}]
+    c.Exchange.root = str(COURSE_DIR / "exchange")
     c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
     c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
     # Tracebacks without source lines: a failing hidden test never shows its code.

@@ -40,6 +40,7 @@ def generate(course_dir: Path, solutions: Path = SOLUTIONS) -> Path:
         shutil.rmtree(source)
     source.parent.mkdir(parents=True, exist_ok=True)
     shutil.copytree(solutions, source, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    (course_dir / "exchange").mkdir(exist_ok=True)  # nbgrader's exchange, for the formgrader
     result = nbgrader_api(course_dir).generate_assignment(ASSIGNMENT, force=True)
     if not result["success"]:
         raise RuntimeError(

@@ -1,0 +1,227 @@
+"""Colab links from one setting: `[tool.course]` in pyproject.toml.
+
+The "Open in Colab" badge of every notebook and the setup cell's install line (the course
+helpers, from the same repository and branch) are derived from `repository` and `branch`.
+`python -m autograder.colab` rewrites both in solutions/*.ipynb (`--check` only reports).
+The setup cell is also read statically: `colab_install(src)` returns the pip command it runs
+in Colab, so tests can prove that it installs only the course helpers, with --no-deps.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import sys
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+from autograder.notebook_io import is_setup, python_source, source
+from autograder.paths import ROOT, SOLUTIONS
+
+BADGE_IMAGE = "https://colab.research.google.com/assets/colab-badge.svg"
+_BADGE = re.compile(
+    r"\[!\[Open In Colab\]\(https://colab\.research\.google\.com/assets/colab-badge\.svg\)\]"
+    r"\((?P<url>[^)\s]*)\)"
+)
+_REPO_LINE = re.compile(r"(?m)^(?P<indent>\s*)COURSE_REPO\s*=\s*(?P<q>[\"'])[^\"'\n]*(?P=q)")
+_PIP_ARG = re.compile(r"f(?P<q>[\"'])git\+\{COURSE_REPO\}[^\"'\n]*(?P=q)")
+
+
+@dataclass(frozen=True)
+class CourseRepo:
+    """`repository` is "owner/name" on GitHub; `branch` the branch students open."""
+
+    repository: str
+    branch: str = "main"
+
+    @property
+    def github(self) -> str:
+        return f"https://github.com/{self.repository}"
+
+    def badge_url(self, notebook: str) -> str:
+        return (
+            f"https://colab.research.google.com/github/{self.repository}/blob/{self.branch}"
+            f"/notebooks/{notebook}"
+        )
+
+    def badge(self, notebook: str) -> str:
+        """The badge's Markdown: an image linking to the notebook in Colab."""
+        return f"[![Open In Colab]({BADGE_IMAGE})]({self.badge_url(notebook)})"
+
+    @property
+    def pip_url(self) -> str:
+        """What the setup cell hands to pip in Colab: the helpers at the students' branch."""
+        return f"git+{self.github}@{self.branch}"
+
+
+def settings(pyproject: Path = ROOT / "pyproject.toml") -> CourseRepo:
+    """The `[tool.course]` table of pyproject.toml."""
+    table = tomllib.loads(pyproject.read_text(encoding="utf-8"))["tool"]["course"]
+    repository = str(table["repository"]).strip("/")
+    if not re.fullmatch(r"[\w.-]+/[\w.-]+", repository):
+        raise ValueError(f"[tool.course] repository must be 'owner/name', got {repository!r}")
+    return CourseRepo(repository, str(table.get("branch", "main")))
+
+
+def badge_urls(markdown: str) -> list[str]:
+    """Targets of every Colab badge in a Markdown text."""
+    return [m.group("url") for m in _BADGE.finditer(markdown)]
+
+
+# --- reading the setup cell -----------------------------------------------------------------
+
+
+def _is_colab_test(node: ast.expr) -> bool:
+    """`"google.colab" in sys.modules`, the one Colab test the course uses."""
+    return (
+        isinstance(node, ast.Compare)
+        and isinstance(node.left, ast.Constant)
+        and node.left.value == "google.colab"
+        and len(node.ops) == 1
+        and isinstance(node.ops[0], ast.In)
+        and ast.unparse(node.comparators[0]) == "sys.modules"
+    )
+
+
+def _strings(body: list[ast.stmt]) -> dict[str, str]:
+    """Names bound to string constants by plain assignments in `body`."""
+    found: dict[str, str] = {}
+    for stmt in body:
+        if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Constant):
+            if isinstance(stmt.value.value, str):
+                for target in stmt.targets:
+                    if isinstance(target, ast.Name):
+                        found[target.id] = stmt.value.value
+    return found
+
+
+def _evaluate(node: ast.expr, names: dict[str, str]) -> str:
+    """A command-line word: a string, an f-string over known names, or sys.executable."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.Name) and node.id in names:
+        return names[node.id]
+    if ast.unparse(node) == "sys.executable":
+        return "python"
+    if isinstance(node, ast.JoinedStr):
+        parts = []
+        for value in node.values:
+            if isinstance(value, ast.FormattedValue):
+                parts.append(_evaluate(value.value, names))
+            else:
+                parts.append(_evaluate(value, names))
+        return "".join(parts)
+    raise ValueError(f"cannot read {ast.unparse(node)!r} statically")
+
+
+def _commands(tree: ast.AST, names: dict[str, str]) -> list[tuple[ast.Call, list[str]]]:
+    """Subprocess calls and shell escapes (!pip, %pip) in `tree`, with their argument lists."""
+    commands = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or not node.args:
+            continue
+        func = ast.unparse(node.func)
+        first = node.args[0]
+        if func.startswith("subprocess.") and isinstance(first, ast.List | ast.Tuple):
+            commands.append((node, [_evaluate(arg, names) for arg in first.elts]))
+        elif func.endswith(("run_line_magic", "system")):  # %pip ... and !pip ...
+            words = [_evaluate(arg, names) for arg in node.args]
+            commands.append((node, " ".join(words).split()))
+    return commands
+
+
+@dataclass(frozen=True)
+class ColabInstall:
+    """What a setup cell runs: commands inside the Colab branch and outside it."""
+
+    in_colab: list[list[str]]
+    everywhere: list[list[str]]
+    has_colab_branch: bool
+
+
+def colab_install(setup_src: str) -> ColabInstall:
+    """Read a setup cell: the commands it runs under `if "google.colab" in sys.modules:`."""
+    tree = ast.parse(python_source(setup_src))
+    branches = [n for n in ast.walk(tree) if isinstance(n, ast.If) and _is_colab_test(n.test)]
+    inside = {id(n) for b in branches for stmt in b.body for n in ast.walk(stmt)}
+    names = _strings(tree.body) | _strings([s for b in branches for s in b.body])
+    commands = _commands(tree, names)
+    return ColabInstall(
+        in_colab=[cmd for node, cmd in commands if id(node) in inside],
+        everywhere=[cmd for node, cmd in commands if id(node) not in inside],
+        has_colab_branch=bool(branches),
+    )
+
+
+def pip_packages(command: list[str]) -> tuple[list[str], list[str]] | None:
+    """(options, packages) of a `pip install` command, None for anything else."""
+    if "pip" not in command or "install" not in command:
+        return None
+    words = command[command.index("install") + 1 :]
+    return [w for w in words if w.startswith("-")], [w for w in words if not w.startswith("-")]
+
+
+# --- rewriting the notebooks ----------------------------------------------------------------
+
+
+def rewrite_markdown(src: str, notebook: str, repo: CourseRepo) -> str:
+    """Point every Colab badge at `notebook`; add one under the title when there is none."""
+    if _BADGE.search(src):
+        return _BADGE.sub(lambda _: repo.badge(notebook), src)
+    lines = src.split("\n")
+    return "\n".join([lines[0], "", repo.badge(notebook), *lines[1:]])
+
+
+def rewrite_setup(src: str, repo: CourseRepo) -> str:
+    """Set the setup cell's COURSE_REPO and its pip argument from the settings."""
+    src = _REPO_LINE.sub(lambda m: f'{m.group("indent")}COURSE_REPO = "{repo.github}"', src)
+    return _PIP_ARG.sub(lambda _: f'f"git+{{COURSE_REPO}}@{repo.branch}"', src)
+
+
+def rewrite_notebook(path: Path, repo: CourseRepo, write: bool = True) -> bool:
+    """Rewrite badge and setup cells of one notebook; return whether anything changed."""
+    nb = nbformat.read(str(path), as_version=4)
+    changed = False
+    markdown = [c for c in nb.cells if c.cell_type == "markdown"]
+    with_badge = [c for c in markdown if _BADGE.search(source(c))] or markdown[:1]
+    for cell in with_badge:
+        new = rewrite_markdown(source(cell), path.name, repo)
+        changed |= new != source(cell)
+        cell.source = new
+    for cell in (c for c in nb.cells if is_setup(c)):
+        new = rewrite_setup(source(cell), repo)
+        changed |= new != source(cell)
+        cell.source = new
+        for command in colab_install(new).in_colab:
+            parsed = pip_packages(command)
+            if parsed and parsed[1] != [repo.pip_url]:
+                raise ValueError(
+                    f"{path.name}: the setup cell installs {parsed[1]} in Colab; write it as "
+                    f'COURSE_REPO = "..." and f"git+{{COURSE_REPO}}@<branch>" so that it can '
+                    "be kept in step with pyproject.toml"
+                )
+    if changed and write:
+        nbformat.write(nb, str(path))
+    return changed
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    check = "--check" in args
+    repo = settings()
+    stale = []
+    for path in sorted(SOLUTIONS.glob("*.ipynb")):
+        if rewrite_notebook(path, repo, write=not check):
+            stale.append(path)
+            print(f"{'out of date' if check else 'rewrote'}: {path.relative_to(ROOT)}")
+    if check and stale:
+        print("run `make badges` (then `make release`) to update them", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,309 @@
+"""Each student notebook runs on what Colab preinstalls plus the course helpers, nothing else.
+
+A fresh venv holds only Colab's packages (torch, numpy, matplotlib, ipywidgets, ipykernel,
+tqdm, at this project's pins) and the helpers installed the way the setup cell's Colab branch
+does it (its own pip command, --no-deps, on a copy of the project); the grader package that
+comes along is removed, so nbgrader, pytest and autograder cannot be imported. The venv is
+cached under build/colab-venv/<hash of its requirements> and rebuilt when they change.
+
+Every notebook of notebooks/ then runs twice in that venv's kernel, from a directory outside
+the project:
+1. as released, with errors allowed: no cell may fail for a missing module, answer cells may
+   only raise NotImplementedError, and any other cell may fail only with NotImplementedError
+   (it called a stub) or, whatever the error, if it reads a contract name or a name that an
+   earlier failed cell writes (a data-flow path from an unfilled answer to the failure);
+2. with the solutions' answers in the answer cells, exactly as a student in Colab runs it
+   (no NBGRADER_EXECUTION): no cell may fail at all.
+Pass 1 runs with NBGRADER_EXECUTION set, so training cells take their shorter grading path.
+Pass 2 proves the non-answer cells need nothing beyond Colab's packages; pass 1 proves the
+released notebook fails only where the student has work to do.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import importlib.metadata
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from autograder import colab
+from autograder.contract import CONTRACT
+from autograder.notebook_io import (
+    grade_id,
+    is_answer,
+    is_setup,
+    python_source,
+    read,
+    solution_answers,
+    source,
+)
+from autograder.paths import NOTEBOOKS, ROOT, SOLUTIONS
+
+pytestmark = pytest.mark.slow
+
+COLAB_PACKAGES = ("torch", "numpy", "matplotlib", "ipywidgets", "tqdm")
+FORBIDDEN = ("nbgrader", "pytest", "autograder", "nbval", "nbclient")
+KERNEL = "colab-sim"
+CELL_TIMEOUT = 600
+RELEASED = sorted(NOTEBOOKS.glob("*.ipynb"))
+
+
+def requirements() -> list[str]:
+    """Colab's packages at the project's pins (ipykernel at the version installed here)."""
+    pins = {}
+    for line in (ROOT / "requirements.txt").read_text().splitlines():
+        match = re.match(r"^([A-Za-z0-9_.-]+)==(\S+)", line.strip())
+        if match:
+            pins[match[1].lower()] = match[0]
+    missing = [p for p in COLAB_PACKAGES if p not in pins]
+    assert not missing, f"requirements.txt pins none of {missing}"
+    return [pins[p] for p in COLAB_PACKAGES] + [
+        f"ipykernel=={importlib.metadata.version('ipykernel')}"
+    ]
+
+
+def _run(*args: str | Path, **kwargs) -> str:
+    done = subprocess.run(
+        [str(a) for a in args], capture_output=True, text=True, timeout=1200, **kwargs
+    )
+    assert done.returncode == 0, f"{args} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    return done.stdout
+
+
+def base_venv() -> Path:
+    """The cached venv of Colab's packages (built once per requirement list)."""
+    reqs = requirements()
+    key = hashlib.sha256("\n".join([sys.version, *reqs]).encode()).hexdigest()[:12]
+    venv = ROOT / "build" / "colab-venv" / key
+    if (venv / ".ready").exists():
+        return venv
+    shutil.rmtree(venv, ignore_errors=True)
+    _run(sys.executable, "-m", "venv", venv)
+    _run(venv / "bin" / "python", "-m", "pip", "install", "-q", *reqs)
+    (venv / "requirements.txt").write_text("\n".join(reqs) + "\n")
+    (venv / ".ready").write_text("")
+    return venv
+
+
+def colab_pip_command() -> list[str]:
+    """The pip arguments of the setup cells' Colab branch, the source as "<helpers>".
+
+    Where the helpers come from (the URL) is test_colab.py's business; here every notebook
+    must install them the same way.
+    """
+    commands = set()
+    for path in RELEASED:
+        setup = next(c for c in read(path).cells if is_setup(c))
+        for command in colab.colab_install(source(setup)).in_colab:
+            commands.add(tuple("<helpers>" if w.startswith("git+") else w for w in command))
+    assert len(commands) == 1, f"the setup cells install in different ways: {commands}"
+    (command,) = commands
+    assert command[:4] == ("python", "-m", "pip", "install") and "<helpers>" in command, command
+    return list(command[3:])
+
+
+@pytest.fixture(scope="module")
+def colab_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Python of the Colab-like venv, with the helpers installed as the setup cell does."""
+    venv = base_venv()
+    python = venv / "bin" / "python"
+    # The project as `pip install git+<repo>` sees it: a fresh copy of its tracked sources.
+    checkout = tmp_path_factory.mktemp("checkout")
+    for name in ("pyproject.toml", "attention_course", "autograder"):
+        src = ROOT / name
+        if src.is_dir():
+            shutil.copytree(src, checkout / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(src, checkout / name)
+    words = [str(checkout) if w == "<helpers>" else w for w in colab_pip_command()]
+    _run(python, "-m", "pip", *words, "--force-reinstall", "--no-cache-dir")
+    purelib = Path(
+        _run(python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])").strip()
+    )
+    # The same install also ships the grader; the notebooks must not rely on it.
+    shutil.rmtree(purelib / "autograder", ignore_errors=True)
+    probe = (
+        "import importlib.util, json; "
+        f"print(json.dumps({{m: importlib.util.find_spec(m) is not None for m in {FORBIDDEN!r}}}))"
+    )
+    found = json.loads(_run(python, "-c", probe, cwd=checkout.parent))
+    assert not any(found.values()), f"importable in the Colab venv: {found}"
+    _run(python, "-c", "import attention_course.plots, attention_course.data", cwd=checkout.parent)
+    kernels = venv / "share" / "jupyter" / "kernels" / KERNEL
+    kernels.mkdir(parents=True, exist_ok=True)
+    (kernels / "kernel.json").write_text(
+        json.dumps(
+            {
+                "argv": [str(python), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                "display_name": "Colab (simulated)",
+                "language": "python",
+            }
+        )
+    )
+    return python
+
+
+def execute(nb: nbformat.NotebookNode, cwd: Path) -> list[list[dict]]:
+    """Run every cell in the Colab venv's kernel with errors allowed; errors per cell."""
+    client = NotebookClient(
+        nb,
+        kernel_name=KERNEL,
+        timeout=CELL_TIMEOUT,
+        allow_errors=True,
+        resources={"metadata": {"path": str(cwd)}},
+    )
+    client.execute()
+    return [
+        [o for o in c.get("outputs", []) if o.output_type == "error"]
+        if c.cell_type == "code"
+        else []
+        for c in nb.cells
+    ]
+
+
+MUTATORS = {"append", "extend", "update", "setdefault", "add", "insert", "pop", "clear"}
+
+
+def _tree(src: str) -> ast.AST:
+    try:
+        return ast.parse(python_source(src))
+    except SyntaxError:
+        return ast.Module(body=[], type_ignores=[])
+
+
+def imported_names(src: str) -> set[str]:
+    return {
+        (alias.asname or alias.name).split(".")[0]
+        for node in ast.walk(_tree(src))
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        for alias in node.names
+    }
+
+
+def written_names(src: str) -> set[str]:
+    """Names a cell may leave unset or half-updated when it fails.
+
+    Assigned names, defined functions and classes, bases of item or attribute assignments
+    (`results[k] = ...`, `obj.x = ...`) and receivers of mutating calls (`log.append(...)`).
+    """
+    names: set[str] = set()
+    for node in ast.walk(_tree(src)):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.Subscript | ast.Attribute) and isinstance(node.ctx, ast.Store):
+            base = node.value
+            while isinstance(base, ast.Subscript | ast.Attribute):
+                base = base.value
+            if isinstance(base, ast.Name):
+                names.add(base.id)
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in MUTATORS
+            and isinstance(node.func.value, ast.Name)
+        ):
+            names.add(node.func.value.id)
+    return names
+
+
+def read_names(src: str) -> set[str]:
+    return {
+        node.id
+        for node in ast.walk(_tree(src))
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
+    }
+
+
+def describe(error: dict) -> str:
+    return f"{error['ename']}: {error['evalue']}"
+
+
+@pytest.fixture(autouse=True)
+def colab_like_environment(monkeypatch: pytest.MonkeyPatch, colab_python: Path) -> None:
+    monkeypatch.setenv("JUPYTER_PATH", str(colab_python.parent.parent / "share" / "jupyter"))
+    for var in ("MPLBACKEND", "PYTHONPATH", "NBGRADER_EXECUTION"):
+        monkeypatch.delenv(var, raising=False)  # Colab draws inline and is not nbgrader
+
+
+def test_there_are_student_notebooks() -> None:
+    assert RELEASED, f"no notebooks in {NOTEBOOKS}"
+
+
+@pytest.mark.parametrize("path", RELEASED, ids=lambda p: p.name)
+def test_notebook_needs_only_colab_packages(
+    path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    released = read(path)
+    answers = solution_answers(read(SOLUTIONS / path.name))
+    contract_names = {n for names in CONTRACT.get(path.name, {}).values() for n in names}
+
+    # Pass 2 first: with the answers filled in, nothing may fail.
+    solved = read(path)
+    for cell in solved.cells:
+        if is_answer(cell) and cell.cell_type == "code":
+            cell.source = answers[grade_id(cell)]
+    (tmp_path / "solved").mkdir()
+    (tmp_path / "released").mkdir()
+    failures = [
+        f"cell {i}: {describe(e)}"
+        for i, errs in enumerate(execute(solved, tmp_path / "solved"))
+        for e in errs
+    ]
+    assert not failures, "with the solutions' answers filled in:\n" + "\n".join(failures)
+
+    # Pass 1: as released. An error is the stub's doing when it is NotImplementedError, or
+    # when the failing cell reads a contract name or a name that an earlier failed cell (or
+    # a stub) writes: a data-flow path from an unfilled answer to the failure.
+    # The notebooks' shorter training under the grader is enough to see where errors come from.
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    problems = []
+    stubs_hit = 0
+    modules = set().union(*(imported_names(source(c)) for c in released.cells))
+    tainted = set(contract_names)
+    for i, (cell, errors) in enumerate(
+        zip(released.cells, execute(released, tmp_path / "released"), strict=True)
+    ):
+        for error in errors:
+            ename = error["ename"]
+            if ename in ("ModuleNotFoundError", "ImportError"):
+                problems.append(f"cell {i}: {describe(error)}")
+            elif is_answer(cell):
+                if ename != "NotImplementedError":
+                    problems.append(f"answer cell {grade_id(cell)}: {describe(error)}")
+            elif ename != "NotImplementedError" and not read_names(source(cell)) & tainted:
+                problems.append(f"cell {i}, not downstream of a stub: {describe(error)}")
+        stubs_hit += sum(e["ename"] == "NotImplementedError" for e in errors)
+        if errors:
+            tainted |= written_names(source(cell)) - modules
+    assert not problems, "as released:\n" + "\n".join(problems)
+    assert stubs_hit, "the released notebook never reached an answer stub"
+
+
+def test_readable_error_in_the_colab_kernel(tmp_path: Path, monkeypatch) -> None:
+    """Without the data set, the helpers' loader says where to put it in one line."""
+    monkeypatch.delenv("TINYSHAKESPEARE", raising=False)
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell(
+                "from attention_course.data import load_text\nload_text(download=False)"
+            )
+        ]
+    )
+    (errors,) = execute(nb, tmp_path)
+    assert [e["ename"] for e in errors] == ["DataUnavailable"], errors
+    lines = [
+        line for entry in errors[0]["traceback"] for line in entry.splitlines() if line.strip()
+    ]
+    assert len(lines) == 1 and "tinyshakespeare.txt" in lines[0], lines
+    assert not (tmp_path / "data").exists(), "download=False must not create data/"
