@@ -23,29 +23,9 @@ from torch.overrides import TorchFunctionMode
 
 from autograder.checks.base import CellSpec, Scorer, attempt, close, why_not
 from autograder.checks.nb05 import attention
+from autograder.checks.reference import ReferenceHead as Head
 
 NOTEBOOK = "07_head_on_gpu.ipynb"
-
-
-class Head(nn.Module):
-    """The course's reference head (notebook 05's class), passed to head_forward_sdpa."""
-
-    def __init__(self, n_embd: int, head_size: int, block_size: int, dropout: float = 0.0):
-        super().__init__()
-        self.key = nn.Linear(n_embd, head_size, bias=False)
-        self.query = nn.Linear(n_embd, head_size, bias=False)
-        self.value = nn.Linear(n_embd, head_size, bias=False)
-        self.register_buffer("tril", torch.tril(torch.ones(block_size, block_size)))
-        self.dropout = nn.Dropout(dropout)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        B, T, C = x.shape
-        k = self.key(x)  # (B,T,hs)
-        q = self.query(x)  # (B,T,hs)
-        wei = q @ k.transpose(-2, -1) * k.shape[-1] ** -0.5  # (B,T,T)
-        wei = wei.masked_fill(self.tril[:T, :T] == 0, float("-inf"))  # (B,T,T)
-        wei = self.dropout(F.softmax(wei, dim=-1))  # (B,T,T)
-        return wei @ self.value(x)  # (B,T,T) @ (B,T,hs) -> (B,T,hs)
 
 
 def _weights_of(head: nn.Module) -> dict[str, torch.Tensor]:
