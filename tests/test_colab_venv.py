@@ -21,7 +21,6 @@ released notebook fails only where the student has work to do.
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import importlib.metadata
 import json
@@ -41,12 +40,12 @@ from autograder.notebook_io import (
     grade_id,
     is_answer,
     is_setup,
-    python_source,
     read,
     solution_answers,
     source,
 )
 from autograder.paths import NOTEBOOKS, ROOT, SOLUTIONS
+from tests.stubflow import stub_problems
 
 pytestmark = pytest.mark.slow
 
@@ -170,61 +169,6 @@ def execute(nb: nbformat.NotebookNode, cwd: Path) -> list[list[dict]]:
     ]
 
 
-MUTATORS = {"append", "extend", "update", "setdefault", "add", "insert", "pop", "clear"}
-
-
-def _tree(src: str) -> ast.AST:
-    try:
-        return ast.parse(python_source(src))
-    except SyntaxError:
-        return ast.Module(body=[], type_ignores=[])
-
-
-def imported_names(src: str) -> set[str]:
-    return {
-        (alias.asname or alias.name).split(".")[0]
-        for node in ast.walk(_tree(src))
-        if isinstance(node, ast.Import | ast.ImportFrom)
-        for alias in node.names
-    }
-
-
-def written_names(src: str) -> set[str]:
-    """Names a cell may leave unset or half-updated when it fails.
-
-    Assigned names, defined functions and classes, bases of item or attribute assignments
-    (`results[k] = ...`, `obj.x = ...`) and receivers of mutating calls (`log.append(...)`).
-    """
-    names: set[str] = set()
-    for node in ast.walk(_tree(src)):
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            names.add(node.name)
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            names.add(node.id)
-        elif isinstance(node, ast.Subscript | ast.Attribute) and isinstance(node.ctx, ast.Store):
-            base = node.value
-            while isinstance(base, ast.Subscript | ast.Attribute):
-                base = base.value
-            if isinstance(base, ast.Name):
-                names.add(base.id)
-        elif (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr in MUTATORS
-            and isinstance(node.func.value, ast.Name)
-        ):
-            names.add(node.func.value.id)
-    return names
-
-
-def read_names(src: str) -> set[str]:
-    return {
-        node.id
-        for node in ast.walk(_tree(src))
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
-    }
-
-
 def describe(error: dict) -> str:
     return f"{error['ename']}: {error['evalue']}"
 
@@ -267,25 +211,8 @@ def test_notebook_needs_only_colab_packages(
     # a stub) writes: a data-flow path from an unfilled answer to the failure.
     # The notebooks' shorter training under the grader is enough to see where errors come from.
     monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
-    problems = []
-    stubs_hit = 0
-    modules = set().union(*(imported_names(source(c)) for c in released.cells))
-    tainted = set(contract_names)
-    for i, (cell, errors) in enumerate(
-        zip(released.cells, execute(released, tmp_path / "released"), strict=True)
-    ):
-        for error in errors:
-            ename = error["ename"]
-            if ename in ("ModuleNotFoundError", "ImportError"):
-                problems.append(f"cell {i}: {describe(error)}")
-            elif is_answer(cell):
-                if ename != "NotImplementedError":
-                    problems.append(f"answer cell {grade_id(cell)}: {describe(error)}")
-            elif ename != "NotImplementedError" and not read_names(source(cell)) & tainted:
-                problems.append(f"cell {i}, not downstream of a stub: {describe(error)}")
-        stubs_hit += sum(e["ename"] == "NotImplementedError" for e in errors)
-        if errors:
-            tainted |= written_names(source(cell)) - modules
+    errors = execute(released, tmp_path / "released")
+    problems, stubs_hit = stub_problems(released.cells, errors, contract_names)
     assert not problems, "as released:\n" + "\n".join(problems)
     assert stubs_hit, "the released notebook never reached an answer stub"
 

@@ -9,9 +9,10 @@ import nbformat
 import pytest
 
 from autograder.contract import CONTRACT
-from autograder.notebook_io import answer_cells, read, source
+from autograder.notebook_io import answer_cells, is_answer, read
 from autograder.paths import NOTEBOOKS
 from autograder.release import release_into
+from tests.stubflow import describe, stub_problems
 
 
 @pytest.fixture(scope="module")
@@ -37,10 +38,6 @@ def test_committed_release_equals_fresh_release(fresh_release: Path, notebook: s
     )
 
 
-def _error_of(cell: nbformat.NotebookNode) -> dict | None:
-    return next((o for o in cell.get("outputs", []) if o.output_type == "error"), None)
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("notebook", list(CONTRACT))
 def test_release_fails_only_at_the_answer_stubs(notebook: str) -> None:
@@ -60,24 +57,16 @@ def test_release_fails_only_at_the_answer_stubs(notebook: str) -> None:
     assert not results.get("passed"), f"tests pass on the untouched release: {results['passed']}"
     assert not results.get("changed") and not results.get("type_changed"), results
 
-    answers = {id(c) for c in answer_cells(validator.executed).values()}
     contract_names = {n for names in CONTRACT[notebook].values() for n in names}
-    seen_answer = False
-    stub_errors = 0
-    for index, cell in enumerate(validator.executed.cells):
-        error = _error_of(cell)
-        if id(cell) in answers:
-            seen_answer = True
-        if error is None:
-            continue
-        where = f"{notebook} cell {index}: {error.ename}: {error.evalue}\n{source(cell)[:300]}"
-        assert seen_answer, f"fails before the first answer cell: {where}"
-        from_stub = error.ename == "NotImplementedError" or (
-            error.ename == "NameError" and any(f"'{n}'" in error.evalue for n in contract_names)
-        )
-        assert from_stub, f"fails for a reason other than an unanswered stub: {where}"
-        stub_errors += 1
-    assert stub_errors, f"{notebook}: no answer stub ever raised NotImplementedError"
+    cells = validator.executed.cells
+    errors = [[o for o in c.get("outputs", []) if o.output_type == "error"] for c in cells]
+    first_answer = next(i for i, c in enumerate(cells) if is_answer(c))
+    early = [describe(e) for errs in errors[:first_answer] for e in errs]
+    assert not early, f"{notebook} fails before its first answer cell: {early}"
+    problems, stubs_hit = stub_problems(cells, errors, contract_names)
+    why = "\n".join(problems)
+    assert not problems, f"{notebook} fails for reasons other than its stubs:\n{why}"
+    assert stubs_hit, f"{notebook}: no answer stub ever raised NotImplementedError"
 
 
 def test_release_notebooks_read_as_valid_nbformat() -> None:
