@@ -1,0 +1,244 @@
+"""Rebuild the notebook the grader runs: the trusted master with the student's answers in it.
+
+The master (`solutions/<nb>`, hidden tests included) gives every cell, in its order. Only the
+answer cells (nbgrader `solution: true`) take their source from the submission:
+
+1. the student's cell with the same grade_id; with several, the last one that is not the
+   untouched release stub;
+2. when metadata was stripped or the answer was written in an added cell instead of the stub:
+   the last student code cell that defines the answer's contract names (found with `ast`);
+3. otherwise the answer is missing (it scores 0; a note says so).
+
+Test, setup and every other cell come from the master, so edited, neutralised, deleted or
+reordered test cells change nothing, and cells the student added are not run. Hidden tests are
+removed from the run (the scores come from the sandbox, never from the kernel).
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from nbformat import NotebookNode
+
+from autograder.contract import CONTRACT
+from autograder.notebook_io import (
+    grade_id,
+    is_answer,
+    is_test,
+    nbgrader_meta,
+    python_source,
+    source,
+)
+
+MISSING_ANSWER = "# (this answer cell is missing from the submission)"
+_HIDDEN = re.compile(r"^[^\n]*BEGIN HIDDEN TESTS.*?END HIDDEN TESTS[^\n]*(\n|$)", re.S | re.M)
+
+
+@dataclass
+class Rebuilt:
+    """The graded notebook and where each answer came from."""
+
+    notebook: NotebookNode
+    answers: dict[str, str | None]  # code answer grade_id -> source (None: missing), master order
+    how: dict[str, str] = field(default_factory=dict)  # grade_id -> grade_id | names | missing
+    notes: list[str] = field(default_factory=list)
+
+
+def normalise(src: str) -> str:
+    """Source compared modulo trailing spaces and blank lines at either end."""
+    return "\n".join(line.rstrip() for line in src.strip("\n").splitlines()).strip()
+
+
+def defined_names(src: str) -> set[str]:
+    """Names a cell binds at module level (defs, classes, assignments, imports)."""
+    try:
+        tree = ast.parse(python_source(src))
+    except (SyntaxError, ValueError):
+        return set()
+    names: set[str] = set()
+
+    def targets(node: ast.AST) -> None:
+        if isinstance(node, ast.Name):
+            names.add(node.id)
+        elif isinstance(node, (ast.Tuple, ast.List)):
+            for elt in node.elts:
+                targets(elt)
+
+    def visit(body: list[ast.stmt]) -> None:
+        for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.add(node.name)
+            elif isinstance(node, ast.Assign):
+                for t in node.targets:
+                    targets(t)
+            elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+                targets(node.target)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                for alias in node.names:
+                    names.add((alias.asname or alias.name).split(".")[0])
+            elif isinstance(node, (ast.If, ast.For, ast.While, ast.With, ast.Try)):
+                for part in ("body", "orelse", "finalbody"):
+                    visit(getattr(node, part, []) or [])
+                for handler in getattr(node, "handlers", []) or []:
+                    visit(handler.body)
+
+    visit(tree.body)
+    return names
+
+
+def answer_names(grade_id_: str, master_source: str = "") -> tuple[str, ...]:
+    """The names an answer cell must define: the contract's, else those the master defines."""
+    for cells in CONTRACT.values():
+        if grade_id_ in cells:
+            return cells[grade_id_]
+    return tuple(sorted(defined_names(master_source)))
+
+
+def release_stubs(master: NotebookNode) -> dict[str, str]:
+    """grade_id -> the answer cell as released to students.
+
+    The same text nbgrader's ClearSolutions writes (a test holds the two to each other),
+    without importing nbgrader: the rebuild sits on the path to the kernel's start.
+    """
+    from traitlets.config import Config
+
+    from autograder.nbgrader_settings import configure
+
+    settings = configure(Config()).ClearSolutions
+    code_stub, text_stub = settings.code_stub["python"], settings.text_stub
+    stubs = {}
+    for cell in master.cells:
+        if not (is_answer(cell) and (gid := grade_id(cell))):
+            continue
+        stub = (code_stub if cell.cell_type == "code" else text_stub).split("\n")
+        lines, inside, replaced = [], False, False
+        for line in source(cell).split("\n"):
+            if "BEGIN SOLUTION" in line:
+                indent = re.match(r"\s*", line).group(0)
+                lines += [indent + s for s in stub]
+                inside = replaced = True
+            elif "END SOLUTION" in line:
+                inside = False
+            elif not inside:
+                lines.append(line)
+        stubs[gid] = "\n".join(lines) if replaced else "\n".join(stub)
+    return stubs
+
+
+def strip_hidden_tests(src: str) -> str:
+    return _HIDDEN.sub("", src).rstrip("\n")
+
+
+def _cells(nb: Any) -> list[dict[str, Any]]:
+    cells = nb.get("cells", []) if isinstance(nb, dict) else []
+    return [c for c in cells if isinstance(c, dict)] if isinstance(cells, list) else []
+
+
+def rebuild(master: NotebookNode, student: Any, stubs: dict[str, str] | None = None) -> Rebuilt:
+    """The graded notebook: master cells in master order, answers from `student`."""
+    stubs = release_stubs(master) if stubs is None else stubs
+    stub_norm = {gid: normalise(s) for gid, s in stubs.items()}
+    master_ids = {gid for c in master.cells if (gid := grade_id(c))}
+    master_answers = [(gid, c) for c in master.cells if is_answer(c) and (gid := grade_id(c))]
+    answer_ids = {gid for gid, _ in master_answers}
+    # Unchanged copies of the master's other cells never count as answers.
+    fixed = {normalise(source(c)) for c in master.cells if not is_answer(c)}
+
+    cells = _cells(student)
+    by_id: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+    for i, c in enumerate(cells):
+        if (gid := grade_id(c)) in answer_ids:
+            by_id.setdefault(gid, []).append((i, c))
+
+    def free_code_cell(c: dict[str, Any]) -> bool:
+        gid = grade_id(c)
+        return (
+            c.get("cell_type") == "code"
+            and (gid is None or gid not in master_ids or gid in answer_ids)
+            and normalise(source(c)) not in fixed
+        )
+
+    nb = copy.deepcopy(master)
+    result = Rebuilt(nb, {})
+    for gid, mcell in master_answers:
+        code = mcell.cell_type == "code"
+        found = [(i, c) for i, c in by_id.get(gid, []) if not code or c.get("cell_type") == "code"]
+        edited = [(i, c) for i, c in found if normalise(source(c)) != stub_norm.get(gid)]
+        chosen = edited[-1] if edited else (found[-1] if found else None)
+        if len(found) > 1:
+            where = ", ".join(f"#{i + 1}" for i, _ in found)
+            pick = f"#{chosen[0] + 1}" if chosen else "none"
+            result.notes.append(
+                f"{len(found)} cells carry the answer id {gid} (cells {where}); graded cell "
+                f"{pick}, the last one that differs from the empty stub."
+            )
+        how = "grade_id"
+        if code and (chosen is None or not edited):
+            names = set(answer_names(gid, source(mcell)))
+            scored = [
+                (len(names & defined_names(source(c))), i, c)
+                for i, c in enumerate(cells)
+                if free_code_cell(c) and grade_id(c) != gid
+            ]
+            best = max((s for s in scored if s[0] > 0), key=lambda s: (s[0], s[1]), default=None)
+            if best is not None:
+                chosen, how = (best[1], best[2]), "names"
+                why = (
+                    "its answer id was lost"
+                    if not found
+                    else "the answer cell still holds the stub"
+                )
+                result.notes.append(
+                    f"{gid}: graded cell #{best[1] + 1}, which defines "
+                    f"{', '.join(sorted(names & defined_names(source(best[2]))))} ({why})."
+                )
+        if chosen is None and code:
+            how = "missing"
+            result.notes.append(
+                f"{gid}: no answer found (the cell was deleted or lost its id, and no cell "
+                f"defines {', '.join(answer_names(gid, source(mcell)))}); it scores 0."
+            )
+        elif chosen is None:
+            how = "missing"
+            result.notes.append(
+                f"{gid}: the written answer was not found (its cell was deleted or lost its id)."
+            )
+        src = source(chosen[1]) if chosen else None
+        result.how[gid] = how
+        if code:
+            result.answers[gid] = src
+        for cell in nb.cells:
+            if grade_id(cell) == gid and is_answer(cell):
+                cell.source = src if src is not None else (MISSING_ANSWER if code else "")
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs = []
+            cell.execution_count = None
+            if is_test(cell):
+                cell.source = strip_hidden_tests(source(cell))
+    return result
+
+
+def match_score(nb: Any, master: NotebookNode) -> int:
+    """How strongly a (possibly renamed) submission looks like `master`: shared answer ids
+    count 2, contract names defined in its code cells count 1."""
+    answers = {gid: c for c in master.cells if is_answer(c) and (gid := grade_id(c))}
+    cells = _cells(nb)
+    ids = {grade_id(c) for c in cells}
+    score = 2 * len(ids & set(answers))
+    defined: set[str] = set()
+    for c in cells:
+        if c.get("cell_type") == "code":
+            defined |= defined_names(source(c))
+    for gid, c in answers.items():
+        if c.cell_type == "code":
+            score += len(set(answer_names(gid, source(c))) & defined)
+    return score
+
+
+def has_nbgrader_metadata(nb: Any) -> bool:
+    return any(nbgrader_meta(c) for c in _cells(nb))

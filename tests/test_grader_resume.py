@@ -1,0 +1,127 @@
+"""An interrupted run (kill -9 of the whole command, mid-class) resumes and loses nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tests.corpus import hostile
+
+pytestmark = pytest.mark.slow
+NOTEBOOK = hostile.course_notebooks()[0]
+
+
+def resume_class() -> list[hostile.Case]:
+    correct = hostile.dump(hostile.correct(NOTEBOOK))
+    first = hostile.rounds(NOTEBOOK)[0]
+    return [
+        hostile.Case("a_correct", "", {NOTEBOOK: correct}, {NOTEBOOK: hostile.Expect("ok")}),
+        hostile.Case(
+            "b_release",
+            "",
+            {NOTEBOOK: hostile.dump(hostile.release(NOTEBOOK))},
+            {NOTEBOOK: hostile.Expect("ok", None)},
+        ),
+        hostile.Case(
+            "c_mutants",
+            "",
+            {NOTEBOOK: hostile.dump(hostile.mutated(NOTEBOOK, first))},
+            {NOTEBOOK: hostile.expect_mutations(first)},
+        ),
+        hostile.Case("d_correct", "", {NOTEBOOK: correct}, {NOTEBOOK: hostile.Expect("ok")}),
+    ]
+
+
+def strays(scratch: Path) -> list[int]:
+    found = []
+    for proc in psutil.process_iter(["pid", "cwd"]):
+        if (proc.info.get("cwd") or "").startswith(str(scratch)):
+            found.append(proc.info["pid"])
+    return found
+
+
+def test_kill_mid_class_then_resume(tmp_path: Path) -> None:
+    cases = resume_class()
+    hostile.write_class(tmp_path / "class", cases)
+    out, scratch = tmp_path / "out", tmp_path / "tmp"
+    scratch.mkdir()
+    env = {**os.environ, "TMPDIR": str(scratch)}
+    cmd = hostile.grade_command(tmp_path / "class", out, "--jobs", "1")
+    proc = subprocess.Popen(
+        cmd, env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    states = out / ".state"
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and not list(states.glob("*/*.json")):
+        assert proc.poll() is None, "the run ended before it could be interrupted"
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGKILL)  # kill -9 of the command, as a crashed terminal would
+    proc.wait(10)
+    before = {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in states.glob("*/*.json")}
+    assert 0 < len(before) < len(cases)
+    for _, data in before.values():
+        json.loads(data)  # complete, never half written
+
+    for _ in range(50):  # workers, kernels and sandboxes notice and go away
+        if not strays(scratch):
+            break
+        time.sleep(0.2)
+    assert not strays(scratch)
+
+    result = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stderr
+    assert f"resuming: {len(before)} notebooks already graded" in result.stdout
+    for p, (mtime, data) in before.items():
+        assert p.stat().st_mtime_ns == mtime and p.read_bytes() == data, (
+            "a graded notebook was regraded"
+        )
+    problems = hostile.check(out, cases)
+    assert not problems, "\n".join(problems)
+
+    grades = (out / "grades.csv").read_bytes()
+    again = hostile.grade(tmp_path / "class", out, "--jobs", "1", env=env, timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert (out / "grades.csv").read_bytes() == grades
+    assert len(list(states.glob("*/*.json"))) == len(cases)
+
+
+def test_a_worker_killed_mid_student_is_replaced_and_nothing_is_lost(tmp_path: Path) -> None:
+    notebooks = hostile.course_notebooks()[:3]
+    cases = [
+        hostile.Case(
+            "a_three",
+            "",
+            {nb: hostile.dump(hostile.correct(nb)) for nb in notebooks},
+            {nb: hostile.Expect("ok") for nb in notebooks},
+        ),
+        hostile.Case(
+            "b_one",
+            "",
+            {NOTEBOOK: hostile.dump(hostile.release(NOTEBOOK))},
+            {NOTEBOOK: hostile.Expect("ok", None)},
+        ),
+    ]
+    hostile.write_class(tmp_path / "class", cases)
+    out = tmp_path / "out"
+    cmd = hostile.grade_command(tmp_path / "class", out, "--jobs", "1", "--quiet")
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and not list((out / ".state").glob("a_three/*.json")):
+        time.sleep(0.2)
+    workers = [
+        p for p in psutil.Process(proc.pid).children() if "spawn_main" in " ".join(p.cmdline())
+    ]
+    assert len(workers) == 1
+    workers[0].kill()  # as the system's OOM killer would
+    _, stderr = proc.communicate(timeout=600)
+    assert proc.returncode == 0, stderr
+    assert "worker died" in (out / "grader.log").read_text()
+    problems = hostile.check(out, cases)
+    assert not problems, "\n".join(problems)
