@@ -50,7 +50,7 @@ release: venv
 	$(PY) -m autograder release
 
 grade: venv
-	$(PY) -m autograder grade examples/submissions --out $(OUT) --jobs $(JOBS)
+	$(PY) -m autograder grade examples/submissions --out $(OUT) --jobs $(JOBS) --cell-timeout 30
 
 lint: venv
 	$(BIN)/ruff check .
