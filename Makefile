@@ -19,7 +19,7 @@ help:
 	@echo "make lab      JupyterLab on the course (formgrader and widgets included)"
 	@echo "make test     everything CI runs: notebooks re-executed, release, grader, browser"
 	@echo "make grade    the autograder on the bundled example submissions -> $(OUT)/"
-	@echo "make release  regenerate notebooks/ from solutions/ with nbgrader"
+	@echo "make release  regenerate notebooks/ (and the example class) from solutions/ with nbgrader"
 	@echo "make lint     ruff over the Python files and the notebooks"
 	@echo "make bench    grading cost against bare execution; --jobs 1 against --jobs 2"
 	@echo "make badges   rewrite Colab badges and setup cells from [tool.course] in pyproject.toml"
@@ -48,6 +48,7 @@ test-fast: venv
 
 release: venv
 	$(PY) -m autograder release
+	$(PY) examples/make_examples.py
 
 grade: venv
 	$(PY) -m autograder grade examples/submissions --out $(OUT) --jobs $(JOBS) --cell-timeout 30
