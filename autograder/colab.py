@@ -223,7 +223,7 @@ if "google.colab" in sys.modules:
     COURSE_REPO = "@@REPO@@"
     HELPERS = f"git+{COURSE_REPO}@@@BRANCH@@"
     pip = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", HELPERS],
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-color", HELPERS],
         capture_output=True,
         text=True,
         env={**os.environ, "GIT_TERMINAL_PROMPT": "0"},
