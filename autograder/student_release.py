@@ -34,15 +34,13 @@ from autograder import colab, helpers, leaks
 from autograder.contract import CONTRACT
 from autograder.notebook_io import source
 from autograder.paths import ROOT, SOLUTIONS
+from autograder.release import LAB_OVERRIDES
 
 TEMPLATES = ROOT / "student"
 PACKAGE = ROOT / helpers.PACKAGE
 MARKER = ".course/release.json"
 # Packages of requirements.txt a student needs: Colab's set plus JupyterLab, never nbgrader.
 STUDENT_PACKAGES = ("torch", "numpy", "jupyterlab", "ipywidgets", "matplotlib", "tqdm")
-LAB_OVERRIDES = {  # JupyterLab settings for the course: no news prompt, no update check
-    "@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False}
-}
 
 
 class ReleaseRefused(Exception):
