@@ -18,6 +18,7 @@ and where, and DIR is left as it was. DIR may be empty, new, or an earlier stude
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import re
 import shutil
@@ -197,12 +198,15 @@ def write_tree(p: Plan, root: Path) -> None:
         (root / rel).write_text(text, encoding="utf-8")
 
 
+@functools.cache
+def _secrets() -> tuple[leaks.Secret, ...]:
+    checks = ROOT / "autograder" / "checks"
+    return (*leaks.solution_secrets(SOLUTIONS), *leaks.reference_secrets(checks))
+
+
 def scanner(graded: set[str]) -> leaks.Scanner:
     """Every answer, hidden test and grader reference, less those of the graded notebooks."""
-    secrets = leaks.solution_secrets(SOLUTIONS) + leaks.reference_secrets(
-        ROOT / "autograder" / "checks"
-    )
-    return leaks.Scanner(secrets, allowed=graded)
+    return leaks.Scanner(list(_secrets()), allowed=graded)
 
 
 def _replace(dest: Path, built: Path) -> None:

@@ -274,6 +274,7 @@ def test_scanner_finds_prose_hidden_tests_references_and_definitions(
 # ---- Colab: the helpers alone, from the tree's own packaging; a failing install in one line ----
 
 
+@pytest.mark.slow
 def test_packaging_installs_the_helpers_alone(trees: dict[int, Path], tmp_path: Path) -> None:
     target = tmp_path / "site"
     done = subprocess.run(
@@ -292,6 +293,7 @@ def test_packaging_installs_the_helpers_alone(trees: dict[int, Path], tmp_path: 
     assert out.returncode == 0 and str(target) in out.stdout, out.stderr[-2000:]
 
 
+@pytest.mark.slow
 def test_setup_cell_that_cannot_install_says_so_in_one_line(tmp_path: Path) -> None:
     setup = next(
         c for c in nbformat.read(str(SOLUTIONS / NBS[0]), as_version=4).cells if is_setup(c)
