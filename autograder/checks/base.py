@@ -18,6 +18,7 @@ a jailed child process and `cases`/`judge` in its own, so a student who monkeypa
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -132,6 +133,8 @@ class CellSpec:
     points: float = 0.0  # must equal the sum of the check points and the test cell's points
     probe_module: str = ""  # "nb05", "values", ...
     probe_function: str = ""  # "probe_head", "probe_values", ...
+    size_attr: str = "sizes"  # see resized()
+    size_group: int = 1
 
     def cases(self) -> dict[str, Any]:
         raise NotImplementedError
@@ -144,6 +147,25 @@ class CellSpec:
         from autograder.checks import probe_callable
 
         return probe_callable(self)(ns, cases)
+
+    def resized(self, extra: dict[str, tuple], seed: int | None = None) -> CellSpec:
+        """A copy of this spec that also checks the extra sizes (scored with the other sizes)
+        and draws its tensors from another seed. Specs without sizes return a plain copy.
+
+        `size_attr` names the dict of sizes; the last group whose keys it extends is the
+        'other sizes' group (`size_group`).
+        """
+        spec = copy.copy(self)
+        sizes = getattr(self, self.size_attr, None)
+        if isinstance(sizes, dict) and extra:
+            setattr(spec, self.size_attr, {**sizes, **extra})
+            groups = [list(g) for g in getattr(self, "groups", [])]
+            if groups:
+                groups[self.size_group][-1] = [*groups[self.size_group][-1], *extra]
+                spec.groups = [tuple(g) for g in groups]  # type: ignore[attr-defined]
+        if seed is not None:
+            spec.seed = seed  # type: ignore[attr-defined]
+        return spec
 
     def missing_names(self, ns: dict[str, Any]) -> list[str]:
         return [n for n in self.names if n not in ns]

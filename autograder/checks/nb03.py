@@ -37,6 +37,7 @@ class MaskThenSoftmax(FunctionSpec):
     probe_module, probe_function = "nb03", "probe_mask_then_softmax"
     points = 5.0
     seed = 303
+    size_attr = "shapes"
     shapes = {
         "B3_T5": (3, 5, 5),
         "B4_T4": (4, 4, 4),  # B == T

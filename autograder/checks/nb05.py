@@ -7,6 +7,7 @@ hands what it saw to the mistake properties.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import numpy as np
@@ -148,6 +149,20 @@ class HeadSpec(CellSpec):
 
     def cases(self) -> dict[str, Any]:
         return head_cases(self.configs, self.inputs, self.seed)
+
+    def resized(self, extra: dict[str, tuple], seed: int | None = None) -> HeadSpec:
+        """Extra inputs as key -> (n_embd, head_size, block_size, B, T), T <= block_size."""
+        spec = copy.copy(self)
+        spec.configs = dict(self.configs)
+        spec.inputs = dict(self.inputs)
+        for key, (n_embd, hs, block, B, T) in extra.items():
+            spec.configs["cfg_" + key] = (n_embd, hs, block)
+            spec.inputs[key] = ("cfg_" + key, (B, T))
+        name, keys = self.groups[1]
+        spec.groups = [self.groups[0], (name, [*keys, *extra]), *self.groups[2:]]
+        if seed is not None:
+            spec.seed = seed
+        return spec
 
     def judge(self, cases: dict[str, Any], observed: dict[str, Any]) -> Any:
         s = Scorer(self.grade_id)

@@ -359,9 +359,11 @@ class SdpaForwardSpec(CellSpec):
     names = ("head_forward_sdpa",)
     points = 3.0
     dtype = "float32"
+    sizes = SDPA_INPUTS
+    seed = 717
 
     def cases(self) -> dict[str, Any]:
-        g = torch.Generator().manual_seed(717)
+        g = torch.Generator().manual_seed(self.seed)
         n_embd, hs, block_size = SDPA_CFG
 
         def head(dropout: float) -> dict[str, Any]:
@@ -370,7 +372,7 @@ class SdpaForwardSpec(CellSpec):
             return {**w, "block_size": block_size, "dropout": dropout}
 
         heads = {"head": head(0.0), "dropping": head(0.3)}
-        xs = {k: torch.randn(b, t, n_embd, generator=g) for k, (b, t) in SDPA_INPUTS.items()}
+        xs = {k: torch.randn(b, t, n_embd, generator=g) for k, (b, t) in self.sizes.items()}
         return {**heads, "x": xs}
 
     def judge(self, cases: dict[str, Any], observed: dict[str, Any]) -> Any:

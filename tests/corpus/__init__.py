@@ -1,14 +1,17 @@
-"""Wrong and alternative answers for every answer cell, built from the solutions by code.
+"""Wrong and alternative answers for every answer cell.
 
 Each notebook's module `nbNN.py` here lists
 - MUTATIONS: a catalog mistake put into the solution's answer by string replacement (the
   replacement must apply, so the corpus follows the notebooks as they change);
-- ALTERNATIVES: complete answers written differently that must earn full marks.
+- ALTERNATIVES: complete answers written differently that must earn full marks;
+- WRITERS: answers written from scratch, each a function of `choose` (a draw among options,
+  made by hypothesis), that either make one catalog mistake or none.
 """
 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +43,48 @@ class Alternative:
     @property
     def id(self) -> str:
         return f"{self.grade_id}:{self.label}"
+
+
+Choose = Callable[[str, Sequence[Any]], Any]  # choose(name, options) -> one of the options
+
+
+@dataclass(frozen=True)
+class Writer:
+    """One way to write an answer cell from scratch, with a catalog mistake or none."""
+
+    grade_id: str
+    mistake: str | None  # None: a correct alternative
+    label: str  # the way it is written: writers of one id differ in kind, not in spelling
+    write: Callable[[Choose], str]
+
+    @property
+    def id(self) -> str:
+        return f"{self.grade_id}:{self.mistake or 'correct'}:{self.label}"
+
+
+def writers() -> list[Writer]:
+    return [w for mod in _modules() for w in getattr(mod, "WRITERS", [])]
+
+
+def fixing(write: Callable[[Choose], str], slot: str, index: int) -> Callable[[Choose], str]:
+    """`write` with the option of one slot fixed (the other slots still drawn)."""
+
+    def fixed(choose: Choose) -> str:
+        return write(
+            lambda name, options: options[index] if name == slot else choose(name, options)
+        )
+
+    return fixed
+
+
+def variants(grade_id: str, label: str, write: Callable[[Choose], str], slot: str, n: int) -> list:
+    """One correct Writer per option of `slot`: n ways that differ in that part."""
+    return [Writer(grade_id, None, f"{label}-{i}", fixing(write, slot, i)) for i in range(n)]
+
+
+def first_choice(name: str, options: Sequence[Any]) -> Any:
+    """The `choose` that always takes the first option (a writer's plainest form)."""
+    return options[0]
 
 
 def _modules() -> list[Any]:
