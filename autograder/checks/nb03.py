@@ -159,8 +159,10 @@ class NonzeroCount(CellSpec):
             not wrong,
             detail,
         )
-        known = {size: n for size, n in counts.items() if n is not None and size > 1}
-        full = {size: n for size, n in ({T: value} | known).items() if n == size * size}
+        # the counts that are every entry of the matrix: nothing masked (NONZERO first)
+        full = {size: n for size, n in counts.items() if n == size * size and size > 1}
+        if value == T * T:
+            full[T] = value
         name_mistakes(scorer, Evidence(reference.NB04, counts=full or None))
         return scorer.result
 

@@ -155,7 +155,7 @@ WEIGHT_IDS = MASK_IDS | SOFTMAX_IDS | JOINT_IDS
 
 def pick(choose: Choose, name: str, table: dict, mistake: str | None, way: int | None) -> str:
     """The piece of `table` for `mistake` (way `way` of it) or a correct piece (drawn)."""
-    if mistake in table:
+    if mistake is not None and mistake in table:
         return table[mistake][way or 0]
     return choose(name, table[None])
 
@@ -169,7 +169,7 @@ def weights_lines(
     query_axis: str = "-2",
 ) -> str:
     """Scores `wei` -> weights `wei`: mask then softmax, or one mistake of either."""
-    if mistake in JOINT_IDS:
+    if mistake is not None and mistake in JOINT_IDS:
         text = MASK_THEN_SOFTMAX[mistake][way or 0]
     else:
         mask = pick(choose, "mask", MASKS, mistake, way)
