@@ -22,7 +22,9 @@ from autograder.checks import all_specs, run_in_process, spec_for
 from autograder.checks.base import CellResult, CellSpec
 from autograder.notebook_io import exec_cell
 from tests import corpus
+from tests.corpus import one_thread  # noqa: F401 (a fixture)
 
+pytestmark = pytest.mark.usefixtures("one_thread")
 WRITERS = corpus.writers()
 SLOW_CELLS = {"unmasked-head"}  # trains a small model per answer
 EXAMPLES = 3
@@ -71,17 +73,6 @@ def _sizes(spec: CellSpec) -> st.SearchStrategy[tuple] | None:
     if gid == "sdpa-forward":
         return st.one_of(n.map(lambda k: (k, k)), st.tuples(small, st.just(1)))
     return None
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread() -> Any:
-    """Tiny tensors: one thread is faster than two, far faster on a busy machine."""
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def setup_namespace() -> dict[str, Any]:

@@ -115,17 +115,17 @@ def _arr(value: Any) -> np.ndarray | None:
 
 
 def _is_weights(arr: Any, B: int, T: int) -> bool:
-    """A (B,T,T) tensor of probabilities, as after a softmax (NaN rows tolerated).
+    """A (B,T,T) tensor of non-negative weights, as after a softmax (NaN rows tolerated).
 
     Scores before the softmax hold -inf (masked) or negative numbers; the output is (B,T,hs).
-    Rows summing to one are left to the output checks, so that a wrong softmax is not also
-    blamed on dropout.
+    How the rows are normalised is left to the output checks, so that a wrong softmax is not
+    also blamed on dropout.
     """
     a = _arr(arr)
     if a is None or a.shape != (B, T, T) or np.any(np.isinf(a)):
         return False
     finite = a[np.isfinite(a)]
-    return bool(finite.size and np.all(finite >= 0) and np.all(finite <= 1 + 1e-6))
+    return bool(finite.size and np.all(finite >= 0))
 
 
 def _lower_pattern(arr: Any, n: int) -> bool:
@@ -377,7 +377,8 @@ class HeadSpec(CellSpec):
         errors = " ".join(v for k, v in observed.items() if k.endswith("!") and isinstance(v, str))
         ran_on_cpu = isinstance(observed.get(PROPERTY), np.ndarray)
         buffer_ok = bool(ev.buffer and ev.buffer["registered"] and ev.buffer["follows_device"])
-        ev.device_errors = "cuda" in errors.lower() or (buffer_ok and ran_on_cpu and not meta_ok)
+        raised_on_meta = "meta!" in observed
+        ev.device_errors = "cuda" in errors.lower() or (buffer_ok and ran_on_cpu and raised_on_meta)
 
     def _in_place(self, s: Scorer, observed: dict[str, Any], ev: Evidence) -> None:
         tw = observed.get("twice")

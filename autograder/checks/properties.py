@@ -190,14 +190,14 @@ def mask_polarity(ev: Evidence) -> bool:
 
 
 def fill_zero(ev: Evidence) -> bool:
-    """The future gets weight, the same weight for every future position (a finite fill);
-    or a count of nonzero weights that is all T x T entries."""
+    """Every position keeps weight and the future gets the same weight at every future
+    position (a finite fill); or a count of nonzero weights that is all T x T entries."""
     if ev.expected.mask != "causal":
         return False
     if ev.counts:
         return any(n == T * T for T, n in ev.counts.items() if T > 1)
     W = ev.weights
-    if W is None or W.shape[-1] < 2 or not np.isfinite(W).all():
+    if W is None or W.shape[-1] < 2 or not np.isfinite(W).all() or mask_form(W) != "none":
         return False
     future = np.triu(np.ones(W.shape[-2:], dtype=bool), 1)
     rows = future.any(-1)

@@ -15,6 +15,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
+
 from autograder.contract import CONTRACT
 from autograder.notebook_io import exec_cell, read, setup_sources, solution_answers
 from autograder.paths import SOLUTIONS
@@ -85,6 +87,17 @@ def variants(grade_id: str, label: str, write: Callable[[Choose], str], slot: st
 def first_choice(name: str, options: Sequence[Any]) -> Any:
     """The `choose` that always takes the first option (a writer's plainest form)."""
     return options[0]
+
+
+@pytest.fixture(scope="module")
+def one_thread() -> Any:
+    """Tiny tensors: one torch thread is faster than two, far faster on a busy machine."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 def _modules() -> list[Any]:
