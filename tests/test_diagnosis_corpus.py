@@ -2,10 +2,11 @@
 
 The answers are written from scratch by the corpus writers (tests/corpus/nbNN.py, WRITERS):
 hypothesis draws the way each part of an answer is written (loops, matmul, einsum, bmm,
-torch.where, a large negative fill, ...), the extra sizes the cell is checked on (B == T == hs
-and T = 1 among them) and the seed of the case tensors. A wrong answer must lose points and
-have its mistake named; a correct one must earn full marks with nothing named. The answers run
-in-process, beside the names a notebook's setup provides (torch, nn, F, math, Head).
+torch.where, a large negative fill, ...), an extra size the cell is checked on (B == T == hs,
+T = 1 or any: `corpus.extra_sizes`) and the seed of the case tensors. A wrong answer must lose
+points and have its mistake named; a correct one must earn full marks with nothing named. The
+answers run in-process, beside the names a notebook's setup provides (torch, nn, F, math,
+Head). The naming rate per id is printed by benchmarks/naming_rate.py.
 """
 
 from __future__ import annotations
@@ -18,9 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from autograder.catalog import BEFORE_PROBE, MISTAKES
-from autograder.checks import all_specs, run_in_process, spec_for
-from autograder.checks.base import CellResult, CellSpec
-from autograder.notebook_io import exec_cell
+from autograder.checks import all_specs
+from autograder.checks.base import CellResult
 from tests import corpus
 from tests.corpus import one_thread  # noqa: F401 (a fixture)
 
@@ -29,80 +29,12 @@ WRITERS = corpus.writers()
 SLOW_CELLS = {"unmasked-head"}  # trains a small model per answer
 EXAMPLES = 3
 
-small = st.integers(1, 6)
-
-
-def _sizes(spec: CellSpec) -> st.SearchStrategy[tuple] | None:
-    """Extra sizes for a cell: B == T (== hs), T = 1, or anything."""
-    gid = spec.grade_id
-    n = small
-    if gid.startswith("average-"):
-        return st.one_of(
-            n.map(lambda k: (k, k, k)),
-            st.tuples(small, st.just(1), small),
-            st.tuples(small, small, small),
-        )
-    if gid in ("affinities", "attend"):
-        return st.one_of(
-            st.tuples(n, small).map(lambda p: (p[0], p[0], p[1] + 1, p[0])),
-            st.tuples(small, st.just(1), small, small),
-            st.tuples(small, small, small, small),
-        )
-    if gid == "mask-then-softmax":
-        return st.one_of(
-            n.map(lambda k: (k, k, k)),
-            st.tuples(small, st.just(1), st.just(1)),
-            small.flatmap(lambda t: st.tuples(small, st.just(t), st.just(t))),
-        )
-    if gid == "head":
-        return st.one_of(
-            st.tuples(n, small).map(lambda p: (p[1] + 1, p[0], p[0] + 1, p[0], p[0])),
-            st.tuples(small, small, small, small).map(lambda p: (p[0], p[1], p[2], p[3], 1)),
-            st.tuples(small, small, small, small, small).map(
-                lambda p: (p[0], p[1], p[2] + p[4], p[3], p[4])
-            ),
-        )
-    if gid in ("capture-attention", "unmasked-head", "value-ablation"):
-        return st.one_of(
-            st.tuples(n, small).map(lambda p: (p[0], p[0], p[1], p[0], p[0] + 1)),
-            st.tuples(small, small, small, small).map(lambda p: (p[0], 1, p[1], p[2], p[3])),
-            st.tuples(small, small, small, small, small).map(
-                lambda p: (p[0], p[1], p[2], p[3], p[1] + p[4])
-            ),
-        )
-    if gid == "sdpa-forward":
-        return st.one_of(n.map(lambda k: (k, k)), st.tuples(small, st.just(1)))
-    return None
-
-
-def setup_namespace() -> dict[str, Any]:
-    """What the notebooks' setup cells give an answer: torch, nn, F, math and a Head."""
-    import math
-
-    import torch
-    import torch.nn as nn
-    import torch.nn.functional as F
-
-    from autograder.probe.modules import CourseHead
-
-    return {"torch": torch, "nn": nn, "F": F, "math": math, "Head": CourseHead}
-
 
 def grade(writer: corpus.Writer, data: st.DataObject) -> tuple[str, CellResult]:
     def choose(name: str, options: Any) -> Any:
         return data.draw(st.sampled_from(list(options)), label=name)
 
-    source = writer.write(choose)
-    spec = spec_for(writer.grade_id)
-    sizes = _sizes(spec)
-    extra = {"drawn": data.draw(sizes, label="sizes")} if sizes is not None else {}
-    spec = spec.resized(extra, seed=data.draw(st.integers(0, 2**16), label="seed"))
-    ns = setup_namespace()
-    try:
-        exec_cell(source, ns, f"<answer {writer.grade_id}>")
-    except Exception:  # noqa: S110 - the spec reports the missing names
-        pass
-    return source, run_in_process(spec, ns)
+    return corpus.grade_written(writer, choose, data.draw(st.integers(0, 2**16), label="seed"))
 
 
 def check(writer: corpus.Writer, data: st.DataObject) -> None:

@@ -89,6 +89,62 @@ def first_choice(name: str, options: Sequence[Any]) -> Any:
     return options[0]
 
 
+def extra_sizes(grade_id: str, choose: Choose) -> tuple[int, ...] | None:
+    """One more size to check a cell on: B == T (== hs), T = 1, or anything (1..6 each).
+
+    The tuple is what the cell's spec takes (see `CellSpec.resized`); None for cells of
+    constants, which have no sizes.
+    """
+    kind = choose("kind", ("B == T == hs", "T = 1", "any"))
+    n, a, b, c, d = (choose(f"n{i}", range(1, 7)) for i in range(5))
+    T = {"B == T == hs": n, "T = 1": 1, "any": b}[kind]
+    B = n if kind == "B == T == hs" else a
+    hs = n if kind == "B == T == hs" else c
+    if grade_id.startswith("average-"):
+        return (B, T, d)
+    if grade_id in ("affinities", "attend"):
+        return (B, T, d + 1, hs)
+    if grade_id == "mask-then-softmax":
+        return (B, T, T)
+    if grade_id == "head":
+        return (d + 1, hs, T + c, B, T)  # n_embd, head_size, block_size >= T, B, T
+    if grade_id in ("capture-attention", "unmasked-head", "value-ablation"):
+        return (B, T, d, hs, T + c)  # B, T, C, head_size, block_size
+    if grade_id == "sdpa-forward":
+        return (B, T)
+    return None
+
+
+def setup_namespace() -> dict[str, Any]:
+    """What the notebooks' setup cells give an answer: torch, nn, F, math and a Head."""
+    import math
+
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    from autograder.probe.modules import CourseHead
+
+    return {"torch": torch, "nn": nn, "F": F, "math": math, "Head": CourseHead}
+
+
+def grade_written(writer: Writer, choose: Choose, seed: int) -> tuple[str, Any]:
+    """Write an answer with `choose`, run it beside the setup names, grade it in-process on
+    one extra size (drawn with `choose` too) and tensors from `seed`."""
+    from autograder.checks import run_in_process, spec_for
+
+    source = writer.write(choose)
+    spec = spec_for(writer.grade_id)
+    sizes = extra_sizes(writer.grade_id, choose)
+    spec = spec.resized({"drawn": sizes} if sizes else {}, seed=seed)
+    ns = setup_namespace()
+    try:
+        exec_cell(source, ns, f"<answer {writer.grade_id}>")
+    except Exception:  # noqa: S110 - the spec reports the missing names
+        pass
+    return source, run_in_process(spec, ns)
+
+
 @pytest.fixture(scope="module")
 def one_thread() -> Any:
     """Tiny tensors: one torch thread is faster than two, far faster on a busy machine."""
