@@ -115,7 +115,6 @@ CELL_WORDS: dict[tuple[str, str], str] = {
         "You counted all T x T entries: after filling the future with -inf and the softmax, "
         "the future weights are exactly zero, so row t has t + 1 nonzero weights."
     ),
-    ("loop-exclusive", "average-loop"): MISTAKES["loop-exclusive"],
     ("triu-mask", "average-loop"): (
         "Your loop averages the future, x[b, t:], instead of the past: position t averages "
         "x[b, :t+1]."
@@ -148,19 +147,27 @@ CELL_WORDS: dict[tuple[str, str], str] = {
         "Dropout is active in eval mode: apply it through nn.Dropout modules (self.dropout), "
         "so that .eval() switches it off."
     ),
+    ("softmax-dim", "average-matmul"): (
+        "You normalised the columns of the matrix instead of its rows: divide each row by its "
+        "sum (wei.sum(1, keepdim=True)), so that row t averages positions 0..t."
+    ),
 }
-for _gid in _AVERAGES:
-    CELL_WORDS[("loop-exclusive", _gid)] = (
-        "Your weights leave out the diagonal: row t must weigh positions 0..t, itself "
-        "included (keep the diagonal of the lower triangle)."
-    )
-for _gid in _AVERAGES:
-    CELL_WORDS[("tril-unnormalised", _gid)] = MISTAKES["tril-unnormalised"]
-for _gid in ("mask-then-softmax", "attend", "head", "value-ablation", "capture-attention"):
-    CELL_WORDS[("loop-exclusive", _gid)] = (
-        "Your mask hides position t from itself: row t must see columns 0..t, the diagonal "
-        "included (fill -inf only where tril == 0)."
-    )
+_MASK_CELLS = ("mask-then-softmax", "attend", "head", "value-ablation", "capture-attention")
+_DIAGONAL_AVERAGE = (
+    "Your weights leave out the diagonal: row t must weigh positions 0..t, itself included "
+    "(keep the diagonal of the lower triangle)."
+)
+_DIAGONAL_MASK = (
+    "Your mask hides position t from itself: row t must see columns 0..t, the diagonal "
+    "included (fill -inf only where tril == 0)."
+)
+_UNNORMALISED = (
+    "Your weights are not normalised: after masking, take the softmax (exp, then divide each "
+    "row by its sum), so that every row sums to one."
+)
+CELL_WORDS |= {("loop-exclusive", gid): _DIAGONAL_AVERAGE for gid in _AVERAGES}
+CELL_WORDS |= {("loop-exclusive", gid): _DIAGONAL_MASK for gid in _MASK_CELLS}
+CELL_WORDS |= {("tril-unnormalised", gid): _UNNORMALISED for gid in _MASK_CELLS}
 
 
 def describe(mistake: str, grade_id: str | None = None) -> str:
