@@ -17,16 +17,11 @@ NOTEBOOK = "03_mask_then_softmax.ipynb"
 DIAG = "diag"  # unit scores, B = 3, T = 6: every weight well above zero unless masked
 
 
-def causal_softmax(scores: torch.Tensor) -> torch.Tensor:
-    """The reference weights of raw scores (no scale), (...,T,T) -> (...,T,T) in float64."""
-    return reference.weights(scores.double(), reference.NB04, head_size=1, n_embd=1)
-
-
 def nonzero_count(T: int) -> int:
     """Nonzero entries of the reference weights of one (T,T) matrix of random scores."""
     g = torch.Generator().manual_seed(T)
     scores = torch.randn(T, T, generator=g, dtype=torch.float64)
-    return int(torch.count_nonzero(causal_softmax(scores)))
+    return int(torch.count_nonzero(reference.weights(scores, reference.NB04, 1, 1)))
 
 
 class MaskThenSoftmax(FunctionSpec):
@@ -72,7 +67,7 @@ class MaskThenSoftmax(FunctionSpec):
         return cases
 
     def reference(self, scores: torch.Tensor) -> torch.Tensor:
-        return causal_softmax(scores)
+        return reference.weights(scores.double(), reference.NB04, head_size=1, n_embd=1)
 
     def extra_checks(self, scorer: Scorer, cases: dict[str, Any], observed: dict[str, Any]) -> bool:
         keys = [k for k in ("B3_T5", "B4_T4", "T6_2d") if k in cases["args"]]

@@ -113,6 +113,35 @@ def _group_check(
     return scorer.check(name, points, not bad, detail)
 
 
+def _causal_weights(observed: dict[str, Any], keys: list[str]) -> tuple[bool, str]:
+    """(ok, why not): every case's weights are (B,T,T), zero above the diagonal, rows sum to 1."""
+    for key in keys:
+        wei = observed.get(key)
+        if not isinstance(wei, np.ndarray) or wei.ndim != 3 or wei.shape[1] != wei.shape[2]:
+            return False, f"on case {key}: not a (B,T,T) tensor"
+        upper = np.triu(np.ones(wei.shape[1:], dtype=bool), 1)
+        if np.abs(wei[:, upper]).max(initial=0.0) > 1e-6:
+            return False, f"on case {key}: weights above the diagonal (future)"
+        if not np.allclose(wei.sum(-1), 1.0, atol=1e-4):
+            return False, f"on case {key}: rows do not sum to one"
+    return True, ""
+
+
+def _left_as_it_was(observed: dict, keys: list[str], outputs: dict, expected: dict) -> str:
+    """Why the head is not as it was after capture_attention ('' when it is)."""
+    failed = [k for k in keys if k not in observed]
+    if failed:
+        why = why_not(observed, failed[0], expected[failed[0]])
+        return f"the call did not return on case {failed[0]}: {why}"
+    if any(observed.get(k + ":hooks", 1) != 0 for k in keys):
+        return "a hook is still attached after the call: keep its handle and .remove() it"
+    if any(observed.get(k + ":class") is not True for k in keys):
+        return "the Head class was changed: capture the weights without editing it"
+    if any(not close(observed.get(k + ":out"), outputs[k]) for k in keys):
+        return "the head computes something else after the call"
+    return ""
+
+
 # ---- capture-attention ---------------------------------------------------------------------
 
 
@@ -153,19 +182,7 @@ class CaptureAttention(CellSpec):
         ok &= _group_check(
             scorer, "other sizes: B == T, T = 1, T == block_size", 1.0, others, observed, expected
         )
-        causal_ok, detail = True, ""
-        for key in [MAIN, *others]:
-            wei = observed.get(key)
-            if not isinstance(wei, np.ndarray) or wei.ndim != 3 or wei.shape[1] != wei.shape[2]:
-                causal_ok, detail = False, f"on case {key}: not a (B,T,T) tensor"
-                break
-            upper = np.triu(np.ones(wei.shape[1:], dtype=bool), 1)
-            if np.abs(wei[:, upper]).max(initial=0.0) > 1e-6:
-                causal_ok, detail = False, f"on case {key}: weights above the diagonal (future)"
-                break
-            if not np.allclose(wei.sum(-1), 1.0, atol=1e-4):
-                causal_ok, detail = False, f"on case {key}: rows do not sum to one"
-                break
+        causal_ok, detail = _causal_weights(observed, [MAIN, *others])
         ok &= scorer.check(
             "causal weights: nothing above the diagonal, rows sum to one", 1.0, causal_ok, detail
         )
@@ -177,26 +194,12 @@ class CaptureAttention(CellSpec):
             observed,
             expected,
         )
-        left = [k for k in heads if observed.get(k + ":hooks", 1) != 0]
-        edited = [k for k in heads if observed.get(k + ":class") is not True]
         outputs = {k: head_output(c, configs[k]) for k, c in heads.items()}
-        changed = [k for k in heads if not close(observed.get(k + ":out"), outputs[k])]
-        failed = [k for k in heads if k not in observed]
-        detail = ""
-        if failed:
-            detail = f"the call did not return on case {failed[0]}: " + why_not(
-                observed, failed[0], expected[failed[0]]
-            )
-        elif left:
-            detail = "a hook is still attached after the call: keep its handle and .remove() it"
-        elif edited:
-            detail = "the Head class was changed: capture the weights without editing it"
-        elif changed:
-            detail = "the head computes something else after the call"
+        detail = _left_as_it_was(observed, list(heads), outputs, expected)
         scorer.check(
             "leaves the head as it was: no hook left behind, class and output unchanged",
             1.0,
-            not (failed or left or edited or changed),
+            not detail,
             detail,
         )
         c = heads[MAIN]

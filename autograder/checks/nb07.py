@@ -271,6 +271,13 @@ class MultiHeadSpec(CellSpec):
             bad[0] if bad else "",
         )
         # 4. causal, and dropout off in eval mode
+        self._causal_and_steady(s, xs, observed)
+        record = observed.get("layout_A")
+        runs = observed.get("dropout_eval")
+        name_mistakes(s, multihead_evidence(record, xs["A_main"], observed.get("A_main"), runs))
+        return s.result
+
+    def _causal_and_steady(self, s: Scorer, xs: dict, observed: dict[str, Any]) -> None:
         main, future = observed.get("A_main"), observed.get("A_future")
         causal = (
             _is(main, None)
@@ -297,9 +304,6 @@ class MultiHeadSpec(CellSpec):
                 "with dropout=0.3 in eval mode the output is random or differs from the heads' math"
             )
         s.check("causal, and dropout is off in eval mode", 1, causal and steady, detail)
-        record = observed.get("layout_A")
-        name_mistakes(s, multihead_evidence(record, xs["A_main"], observed.get("A_main"), ev))
-        return s.result
 
 
 def _is(value: Any, shape: tuple | None) -> bool:

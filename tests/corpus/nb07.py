@@ -268,3 +268,17 @@ def _writers() -> list[Writer]:
 
 
 WRITERS = _writers()
+
+
+def multi_head_own_head(choose: Choose, mistake: str, way: int) -> str:
+    """Several heads of a Head class written in the same cell, with a mistake in the head."""
+    from tests.corpus.nb05 import head
+
+    return head(choose, mistake, way) + multi_head(choose, None, 0).replace(IMPORTS, "")
+
+
+OWN_HEAD_MISTAKES = ("no-scale", "triu-mask", "swapped-qk")
+WRITERS += [
+    Writer("multi-head", m, "own-head", partial(multi_head_own_head, mistake=m, way=0))
+    for m in OWN_HEAD_MISTAKES
+]
