@@ -144,8 +144,8 @@ CELL_WORDS: dict[tuple[str, str], str] = {
         "result is the head's eval-mode output even when the head is in training mode."
     ),
     ("dropout-misplaced", "multi-head"): (
-        "Dropout is active in eval mode: apply it through nn.Dropout modules (self.dropout), "
-        "so that .eval() switches it off."
+        "Dropout is active in eval mode: apply it through registered nn.Dropout modules "
+        "(self.dropout, and the heads in an nn.ModuleList), so that .eval() reaches them."
     ),
     ("softmax-dim", "average-matmul"): (
         "You normalised the columns of the matrix instead of its rows: divide each row by its "
