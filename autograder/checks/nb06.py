@@ -22,13 +22,15 @@ from autograder.probe.modules import CourseHead as ReferenceHead  # noqa: F401 (
 
 NOTEBOOK = "06_experiments.ipynb"
 
-# name -> (B, T, C, hs, block_size): distinct sizes, B == T, T = 1, T == block_size, C == T;
-# "diag" has hs, C >= T: the weights are recovered from its outputs.
+# name -> (B, T, C, hs, block_size): distinct sizes, B == T, T = 1, T == block_size (with
+# C == T, where x @ weights runs, and without); "diag" has hs, C >= T: the weights are
+# recovered from its outputs.
 SIZES: dict[str, tuple[int, int, int, int, int]] = {
     "B3_T5_C7_hs4": (3, 5, 7, 4, 8),
     "B4_T4_C6_hs3": (4, 4, 6, 3, 6),
     "T1": (2, 1, 5, 3, 4),
     "T_eq_block_C_eq_T": (2, 6, 6, 4, 6),
+    "T_eq_block": (2, 5, 9, 4, 5),
     "diag": (3, 5, 12, 8, 8),
 }
 MAIN = "B3_T5_C7_hs4"
