@@ -1,11 +1,12 @@
 """Wrong and alternative answers for every answer cell.
 
 Each notebook's module `nbNN.py` here lists
-- MUTATIONS: a catalog mistake put into the solution's answer by string replacement (the
-  replacement must apply, so the corpus follows the notebooks as they change);
-- ALTERNATIVES: complete answers written differently that must earn full marks;
 - WRITERS: answers written from scratch, each a function of `choose` (a draw among options,
-  made by hypothesis), that either make one catalog mistake or none.
+  made by hypothesis), that either make one catalog mistake or none;
+- MUTATIONS and ALTERNATIVES: one answer per (cell, mistake) and a few correct ones, taken
+  from the writers in their plainest form (`exported`), for the tests that grade a whole
+  notebook: they replace the answer cell's source, so they never depend on the solutions'
+  text.
 """
 
 from __future__ import annotations
@@ -27,8 +28,9 @@ class Mutation:
     notebook: str
     grade_id: str
     mistake: str  # the catalog id the grader must name
-    replace: tuple[tuple[str, str], ...]  # (old, new) pairs applied to the solution's answer
+    replace: tuple[tuple[str, str], ...] = ()  # (old, new) pairs applied to the answer
     label: str = ""
+    source: str = ""  # a whole answer written from scratch: replaces the answer when set
 
     @property
     def id(self) -> str:
@@ -87,6 +89,28 @@ def variants(grade_id: str, label: str, write: Callable[[Choose], str], slot: st
 def first_choice(name: str, options: Sequence[Any]) -> Any:
     """The `choose` that always takes the first option (a writer's plainest form)."""
     return options[0]
+
+
+def exported(
+    notebook: str, writers: list[Writer], alternatives_per_cell: int = 2
+) -> tuple[list[Mutation], list[Alternative]]:
+    """The first writer of each (cell, mistake) as a Mutation, the first correct writers of
+    each cell as Alternatives, all in their plainest form. Writers that redefine a name of the
+    notebook's setup (label 'own-head') stay out: a whole notebook runs after them."""
+    mutations: dict[tuple[str, str], Mutation] = {}
+    alternatives: list[Alternative] = []
+    for w in writers:
+        if w.label == "own-head":
+            continue
+        source = w.write(first_choice)
+        if w.mistake is None:
+            if sum(a.grade_id == w.grade_id for a in alternatives) < alternatives_per_cell:
+                alternatives.append(Alternative(notebook, w.grade_id, w.label, source))
+        elif (w.grade_id, w.mistake) not in mutations:
+            mutations[(w.grade_id, w.mistake)] = Mutation(
+                notebook, w.grade_id, w.mistake, label=w.label, source=source
+            )
+    return list(mutations.values()), alternatives
 
 
 def extra_sizes(grade_id: str, choose: Choose) -> tuple[int, ...] | None:
@@ -177,6 +201,8 @@ def alternatives() -> list[Alternative]:
 
 
 def apply(source: str, mutation: Mutation) -> str:
+    if mutation.source:
+        return mutation.source
     for old, new in mutation.replace:
         if old not in source:
             raise AssertionError(

@@ -1,96 +1,9 @@
-"""Notebook 04: mistakes and alternatives of the version-4 head, `attend`."""
+"""Notebook 04: answers written from scratch for the version-4 head, `attend`."""
 
-from tests.corpus import Alternative, Mutation
+from functools import partial
 
-NB = "04_value_aggregation.ipynb"
-KT = "k.transpose(-2, -1)"
-MASK_LINE = 'wei = wei.masked_fill(tril == 0, float("-inf"))'
-SOFTMAX_LINE = "wei = F.softmax(wei, dim=-1)"
-
-
-def _m(mistake: str, *pairs: tuple[str, str], label: str = "") -> Mutation:
-    return Mutation(NB, "attend", mistake, tuple(pairs), label)
-
-
-MUTATIONS = [
-    _m("transpose-batch", (KT, "k.transpose(0, 1)"), label="transpose01"),
-    _m("transpose-batch", (KT, "k.T"), label="dot-T"),
-    _m("transpose-batch", (KT, "k.transpose(0, 1).transpose(-2, -1)"), label="mixed"),
-    _m("swapped-qk", ("q @ k.transpose", "k @ q.transpose")),
-    _m("tied-qk", ("k = key(x)", "k = query(x)")),
-    _m("bias", ("v = value(x)", "v = F.linear(x, value.weight, torch.ones(value.out_features))")),
-    _m("triu-mask", ("torch.tril(", "torch.triu(")),
-    _m("mask-polarity", ("tril == 0", "tril == 1")),
-    _m("fill-zero", ('float("-inf")', "0.0")),
-    _m(
-        "mask-after-softmax",
-        (MASK_LINE, "wei = F.softmax(wei, dim=-1)"),
-        ("# (B,T,T)\n    " + SOFTMAX_LINE, "# (B,T,T)\n    wei = wei.masked_fill(tril == 0, 0.0)"),
-    ),
-    _m("softmax-dim", ("dim=-1", "dim=1")),
-    _m("aggregate-x", ("return wei @ v", "return wei @ x")),
-    _m("v-at-wei", ("return wei @ v", "return v @ wei"), label="plain"),
-    _m("v-at-wei", ("return wei @ v", "return (v.mT @ wei).mT"), label="transposed"),
-]
-
-ALTERNATIVES = [
-    Alternative(
-        NB,
-        "attend",
-        "einsum-where",
-        """
-def attend(x, key, query, value):
-    T = x.shape[1]
-    scores = torch.einsum("btd,bsd->bts", query(x), key(x))
-    keep = torch.ones(T, T, dtype=torch.bool).tril()
-    wei = torch.where(keep, scores, -1e9).softmax(-1)
-    return torch.einsum("bts,bsd->btd", wei, value(x))
-""",
-    ),
-    Alternative(
-        NB,
-        "attend",
-        "references",
-        """
-def attend(x, key, query, value):
-    return mask_then_softmax(affinities(x, key, query)) @ value(x)
-""",
-    ),
-    Alternative(
-        NB,
-        "attend",
-        "sdpa-unscaled",
-        """
-def attend(x, key, query, value):
-    q, k, v = query(x), key(x), value(x)
-    return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=1.0)
-""",
-    ),
-    Alternative(
-        NB,
-        "attend",
-        "loops",
-        """
-def attend(x, key, query, value):
-    B, T, _ = x.shape
-    q, k, v = query(x), key(x), value(x)
-    out = torch.zeros(B, T, v.shape[-1])
-    for b in range(B):
-        for t in range(T):
-            w = torch.softmax(k[b, : t + 1] @ q[b, t], dim=0)
-            out[b, t] = w @ v[b, : t + 1]
-    return out
-""",
-    ),
-]
-
-
-# ---- writers: answers from scratch, drawn by hypothesis --------------------------------------
-
-from functools import partial  # noqa: E402
-
-from tests.corpus import Choose, Writer, variants  # noqa: E402
-from tests.corpus.fragments import (  # noqa: E402
+from tests.corpus import Choose, Writer, exported, variants
+from tests.corpus.fragments import (
     AGGREGATES,
     IMPORTS,
     MASKS,
@@ -102,6 +15,9 @@ from tests.corpus.fragments import (  # noqa: E402
     scaled_scores,
     weights_lines,
 )
+
+NB = "04_value_aggregation.ipynb"
+
 
 PROJECT = [
     "k = key(x)\nq = query(x)\nv = value(x)",
@@ -151,3 +67,6 @@ def _writers() -> list[Writer]:
 
 
 WRITERS = _writers()
+
+
+MUTATIONS, ALTERNATIVES = exported(NB, WRITERS)
