@@ -92,11 +92,15 @@ def first_choice(name: str, options: Sequence[Any]) -> Any:
 
 
 def exported(
-    notebook: str, writers: list[Writer], alternatives_per_cell: int = 2
+    notebook: str,
+    writers: list[Writer],
+    alternatives_per_cell: int = 2,
+    only: frozenset[str] | None = None,
 ) -> tuple[list[Mutation], list[Alternative]]:
-    """The first writer of each (cell, mistake) as a Mutation, the first correct writers of
-    each cell as Alternatives, all in their plainest form. Writers that redefine a name of the
-    notebook's setup (label 'own-head') stay out: a whole notebook runs after them."""
+    """The first writer of each (cell, mistake) as a Mutation (of the mistakes in `only`, when
+    given), the first correct writers of each cell as Alternatives, all in their plainest form.
+    Writers that redefine a name of the notebook's setup (label 'own-head') stay out: a whole
+    notebook runs after them."""
     mutations: dict[tuple[str, str], Mutation] = {}
     alternatives: list[Alternative] = []
     for w in writers:
@@ -106,7 +110,7 @@ def exported(
         if w.mistake is None:
             if sum(a.grade_id == w.grade_id for a in alternatives) < alternatives_per_cell:
                 alternatives.append(Alternative(notebook, w.grade_id, w.label, source))
-        elif (w.grade_id, w.mistake) not in mutations:
+        elif (w.grade_id, w.mistake) not in mutations and (only is None or w.mistake in only):
             mutations[(w.grade_id, w.mistake)] = Mutation(
                 notebook, w.grade_id, w.mistake, label=w.label, source=source
             )
