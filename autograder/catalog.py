@@ -93,7 +93,85 @@ MISTAKES: dict[str, str] = {
 # code computes: no code mutation of an answer shows them.
 BEFORE_PROBE: frozenset[str] = frozenset({"imported-answer"})
 
+_AVERAGES = ("average-matmul", "average-softmax")
 
-def describe(mistake: str) -> str:
-    """The words for a catalog id (the id itself when unknown)."""
+# Words for a mistake where the general ones would not fit the cell: a shape table is about
+# shapes, a count about counting, a loop has no mask.
+CELL_WORDS: dict[tuple[str, str], str] = {
+    ("transpose-batch", "shape-table"): (
+        "Your k_T moves the batch axis: k is (B, T, hs), and swapping its last two axes gives "
+        "(B, hs, T); (T, B, hs) or (hs, T, B) would pair one sequence's queries with another "
+        "sequence's keys."
+    ),
+    ("aggregate-x", "shape-table"): (
+        "Your out is (B, T, C), the shape of weights @ x: the head aggregates v = value(x), "
+        "so out is (B, T, head_size)."
+    ),
+    ("bias", "param-count"): (
+        "Your count includes a bias vector per projection (hs numbers each): the head's "
+        "projections have no bias, so one head holds 3 x C x hs weights."
+    ),
+    ("fill-zero", "nonzero-count"): (
+        "You counted all T x T entries: after filling the future with -inf and the softmax, "
+        "the future weights are exactly zero, so row t has t + 1 nonzero weights."
+    ),
+    ("triu-mask", "average-loop"): (
+        "Your loop averages the future, x[b, t:], instead of the past: position t averages "
+        "x[b, :t+1]."
+    ),
+    ("fill-zero", "average-loop"): (
+        "Every position averages the whole sequence, the future included: position t may "
+        "only average x[b, :t+1]."
+    ),
+    ("mask-after-softmax", "average-loop"): (
+        "Your running sums are divided by T, the whole length: position t averages t + 1 "
+        "values, so divide by t + 1."
+    ),
+    ("tril-unnormalised", "average-loop"): (
+        "Your loop sums the past instead of averaging it: divide by the number of positions, "
+        "t + 1 (or use .mean)."
+    ),
+    ("mask-polarity", "average-loop"): (
+        "Your loop averages only the positions after t, x[b, t+1:]: position t averages its "
+        "past and itself, x[b, :t+1]."
+    ),
+    ("softmax-dim", "sdpa-forward"): (
+        "The weights are normalised over the query axis: let scaled_dot_product_attention "
+        "take the softmax, with q, k, v in that order."
+    ),
+    ("dropout-misplaced", "sdpa-forward"): (
+        "Dropout is still on: pass dropout_p=0.0 to scaled_dot_product_attention, so the "
+        "result is the head's eval-mode output even when the head is in training mode."
+    ),
+    ("dropout-misplaced", "multi-head"): (
+        "Dropout is active in eval mode: apply it through registered nn.Dropout modules "
+        "(self.dropout, and the heads in an nn.ModuleList), so that .eval() reaches them."
+    ),
+    ("softmax-dim", "average-matmul"): (
+        "You normalised the columns of the matrix instead of its rows: divide each row by its "
+        "sum (wei.sum(1, keepdim=True)), so that row t averages positions 0..t."
+    ),
+}
+_MASK_CELLS = ("mask-then-softmax", "attend", "head", "value-ablation", "capture-attention")
+_DIAGONAL_AVERAGE = (
+    "Your weights leave out the diagonal: row t must weigh positions 0..t, itself included "
+    "(keep the diagonal of the lower triangle)."
+)
+_DIAGONAL_MASK = (
+    "Your mask hides position t from itself: row t must see columns 0..t, the diagonal "
+    "included (fill -inf only where tril == 0)."
+)
+_UNNORMALISED = (
+    "Your weights are not normalised: after masking, take the softmax (exp, then divide each "
+    "row by its sum), so that every row sums to one."
+)
+CELL_WORDS |= {("loop-exclusive", gid): _DIAGONAL_AVERAGE for gid in _AVERAGES}
+CELL_WORDS |= {("loop-exclusive", gid): _DIAGONAL_MASK for gid in _MASK_CELLS}
+CELL_WORDS |= {("tril-unnormalised", gid): _UNNORMALISED for gid in _MASK_CELLS}
+
+
+def describe(mistake: str, grade_id: str | None = None) -> str:
+    """The words for a catalog id in the given answer cell (the id itself when unknown)."""
+    if grade_id is not None and (mistake, grade_id) in CELL_WORDS:
+        return CELL_WORDS[(mistake, grade_id)]
     return MISTAKES.get(mistake, mistake)

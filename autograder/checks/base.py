@@ -18,8 +18,8 @@ a jailed child process and `cases`/`judge` in its own, so a student who monkeypa
 
 from __future__ import annotations
 
+import copy
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -90,7 +90,7 @@ class CellResult:
             if c.detail and not c.passed:
                 lines.append(f"         {c.detail}")
         for m in self.mistakes:
-            lines.append(f"  Likely mistake ({m}): {describe(m)}")
+            lines.append(f"  Likely mistake ({m}): {describe(m, self.grade_id)}")
         return "\n".join(lines)
 
 
@@ -133,6 +133,8 @@ class CellSpec:
     points: float = 0.0  # must equal the sum of the check points and the test cell's points
     probe_module: str = ""  # "nb05", "values", ...
     probe_function: str = ""  # "probe_head", "probe_values", ...
+    size_attr: str = "sizes"  # see resized()
+    size_group: int = 1
 
     def cases(self) -> dict[str, Any]:
         raise NotImplementedError
@@ -145,6 +147,25 @@ class CellSpec:
         from autograder.checks import probe_callable
 
         return probe_callable(self)(ns, cases)
+
+    def resized(self, extra: dict[str, tuple], seed: int | None = None) -> CellSpec:
+        """A copy of this spec that also checks the extra sizes (scored with the other sizes)
+        and draws its tensors from another seed. Specs without sizes return a plain copy.
+
+        `size_attr` names the dict of sizes; the last group whose keys it extends is the
+        'other sizes' group (`size_group`).
+        """
+        spec = copy.copy(self)
+        sizes = getattr(self, self.size_attr, None)
+        if isinstance(sizes, dict) and extra:
+            setattr(spec, self.size_attr, {**sizes, **extra})
+            groups = [list(g) for g in getattr(self, "groups", [])]
+            if groups:
+                groups[self.size_group][-1] = [*groups[self.size_group][-1], *extra]
+                spec.groups = [tuple(g) for g in groups]  # type: ignore[attr-defined]
+        if seed is not None:
+            spec.seed = seed  # type: ignore[attr-defined]
+        return spec
 
     def missing_names(self, ns: dict[str, Any]) -> list[str]:
         return [n for n in self.names if n not in ns]
@@ -179,26 +200,35 @@ def _never_ran(observed: dict[str, Any]) -> tuple[str, str]:
     return "", ""
 
 
+def name_mistakes(scorer: Scorer, evidence: Any) -> None:
+    """Name every catalog mistake whose property the evidence shows, when points were lost.
+
+    The one rule of every judge: a correct answer (full marks) is never given a mistake.
+    """
+    if evidence is None or scorer.result.score >= scorer.result.max_score:
+        return
+    from autograder.checks.properties import diagnose
+
+    scorer.name(*diagnose(evidence))
+
+
 class FunctionSpec(CellSpec):
     """Checks for an answer that defines a function of tensors, compared with a reference.
 
     Subclasses set `function` and `groups` (check name, points, case keys) and implement
-    `make_cases` (case key -> argument tuple), `reference` and `variants` (catalog id ->
-    wrong implementation). `extra_checks` may add property checks.
+    `make_cases` (case key -> arguments), `reference` and `evidence` (what the properties of
+    the catalog mistakes read). `extra_checks` may add property checks.
     """
 
     function: str = ""
     groups: list[tuple[str, float, list[str]]] = []
     dtype: str = "float32"
 
-    def make_cases(self) -> dict[str, tuple]:
+    def make_cases(self) -> dict[str, Any]:
         raise NotImplementedError
 
     def reference(self, *args: Any) -> Any:
         raise NotImplementedError
-
-    def variants(self) -> dict[str, Callable[..., Any]]:
-        return {}
 
     def cases(self) -> dict[str, Any]:
         return {"args": self.make_cases()}
@@ -209,27 +239,24 @@ class FunctionSpec(CellSpec):
 
     def judge(self, cases: dict[str, Any], observed: dict[str, Any]) -> CellResult:
         scorer = Scorer(self.grade_id)
-        args = {k: self.call_args(a) for k, a in cases["args"].items()}
-        expected = {k: self.reference(*a) for k, a in args.items()}
-        all_ok = True
-        for name, points, keys in self.groups:
-            bad = [k for k in keys if not close(observed.get(k), expected[k], self.dtype)]
+        keys = [k for _, _, group in self.groups for k in group]
+        expected = {k: self.reference(*self.call_args(cases["args"][k])) for k in keys}
+        for name, points, group in self.groups:
+            bad = [k for k in group if not close(observed.get(k), expected[k], self.dtype)]
             detail = (
                 f"on case {bad[0]}: {why_not(observed, bad[0], expected[bad[0]])}" if bad else ""
             )
-            all_ok &= scorer.check(name, points, not bad, detail)
-        all_ok &= self.extra_checks(scorer, cases, observed)
-        if not all_ok:
-            scorer.name(*self.diagnose(args, observed))
+            scorer.check(name, points, not bad, detail)
+        self.extra_checks(scorer, cases, observed)
+        name_mistakes(scorer, self.evidence(cases, observed))
         return scorer.result
 
     def extra_checks(self, scorer: Scorer, cases: dict[str, Any], observed: dict[str, Any]) -> bool:
         return True
 
-    def diagnose(self, args: dict[str, tuple], observed: dict[str, Any]) -> list[str]:
-        from autograder.checks.diagnostics import diagnose_variants
-
-        return diagnose_variants(list(self.variants().items()), args, observed, self.dtype)
+    def evidence(self, cases: dict[str, Any], observed: dict[str, Any]) -> Any:
+        """What the mistake properties read (an `Evidence`), or None."""
+        return None
 
 
 # ---- helpers for judges (trusted side) ---------------------------------------------------

@@ -7,33 +7,34 @@ from typing import Any
 
 import numpy as np
 import torch
-import torch.nn as nn
 
-from autograder.checks.base import CellResult, CellSpec, FunctionSpec, Scorer, close
-from autograder.checks.diagnostics import Variant, diagnose_variants
+from autograder.checks import reference
+from autograder.checks.base import CellResult, CellSpec, FunctionSpec, Scorer, name_mistakes
+from autograder.checks.evidence import as_array, changed, logits_for, mixed_input, mixes_batch
+from autograder.checks.properties import Evidence
 
 NOTEBOOK = "02_queries_and_keys.ipynb"
 LECTURE_SIZES = (4, 8, 32, 16)  # B, T, C, head_size of the lecture's toy
+PROJECTION_NAMES = ("key", "query", "value")
 
 # ---- shared by the checks of notebooks 02-04 ---------------------------------------------
 
 
-PROJECTION_NAMES = ("key", "query", "value")
+def projection_weight(C: int, hs: int, g: torch.Generator, gain: float = 1.0) -> torch.Tensor:
+    """The (hs, C) weight of a bias-free projection: outputs of variance gain**2 for unit x."""
+    return torch.randn(hs, C, generator=g) * gain * C**-0.5
 
 
-def projection_weight(C: int, hs: int, g: torch.Generator) -> torch.Tensor:
-    """The (hs, C) weight of a bias-free projection: scores of order one, never exactly tied."""
-    return torch.randn(hs, C, generator=g) * C**-0.5
-
-
-def head_inputs(sizes: dict[str, tuple[int, int, int, int]], seed: int, n_proj: int) -> dict:
+def head_inputs(
+    sizes: dict[str, tuple[int, int, int, int]], seed: int, n_proj: int, gain: float = 1.0
+) -> dict:
     """case key -> {"x", "key", "query"[, "value"]} (weights as tensors) for each (B, T, C, hs)."""
     g = torch.Generator().manual_seed(seed)
     cases = {}
     for name, (B, T, C, hs) in sizes.items():
         case = {"x": torch.randn(B, T, C, generator=g)}
         for proj in PROJECTION_NAMES[:n_proj]:
-            case[proj] = projection_weight(C, hs, g)
+            case[proj] = projection_weight(C, hs, g, gain)
         cases[name] = case
     return cases
 
@@ -46,96 +47,38 @@ def modules_of(case: dict[str, Any]) -> tuple:
     return (case["x"], *(linear(case[n]) for n in names))
 
 
-def sign_symmetric(observed: dict[str, Any], key: str, sign: float) -> bool | None:
-    """Is the output for -x equal to `sign` times the output for x? None when unobserved.
-
-    Bias-free projections make the scores even in x (sign +1) and a head's output odd (-1);
-    a bias adds terms that break the symmetry.
-    """
-    a, b = observed.get(key), observed.get("flip:" + key)
-    if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)) or a.shape != b.shape:
-        return None
-    if not (np.issubdtype(a.dtype, np.number) and np.issubdtype(b.dtype, np.number)):
-        return None
-    return close(b, sign * a.astype(np.float64))
+def add_mix_case(cases: dict[str, Any], key: str, seed: int) -> None:
+    """cases['mix'] = (case key, its x with every sequence but the first replaced)."""
+    g = torch.Generator().manual_seed(seed)
+    cases["mix"] = {"key": key, "x": mixed_input(cases["args"][key]["x"], g)}
 
 
-# ---- references and wrong variants of the scores -----------------------------------------
-
-
-def scores(x: torch.Tensor, key: nn.Module, query: nn.Module) -> torch.Tensor:
-    """Reference: raw affinities q @ k^T, (B,T,C) -> (B,T,T)."""
-    with torch.no_grad():
-        return query(x) @ key(x).transpose(-2, -1)  # (B,T,hs) @ (B,hs,T) -> (B,T,T)
-
-
-def batch_transpose(x, key, query):
-    """transpose-batch: q @ k.transpose(0, 1); runs only when B == T == hs."""
-    return query(x) @ key(x).transpose(0, 1)
-
-
-def reversed_transpose(x, key, query):
-    """transpose-batch: q @ k.T, which reverses all three axes of k."""
-    return query(x) @ key(x).permute(2, 1, 0)
-
-
-def batch_then_last(x, key, query):
-    """transpose-batch: q @ k.transpose(0, 1).transpose(-2, -1); silent whenever B == T."""
-    return query(x) @ key(x).transpose(0, 1).transpose(-2, -1)
-
-
-def keys_on_left(x, key, query):
-    """swapped-qk: k @ q^T, the transpose of the scores."""
-    return key(x) @ query(x).transpose(-2, -1)
-
-
-def query_twice(x, key, query):
-    """tied-qk: the query projection for both sides."""
-    q = query(x)
-    return q @ q.transpose(-2, -1)
-
-
-def key_twice(x, key, query):
-    """tied-qk: the key projection for both sides."""
-    k = key(x)
-    return k @ k.transpose(-2, -1)
-
-
-SCORE_VARIANTS: list[Variant] = [
-    ("transpose-batch", batch_transpose),
-    ("transpose-batch", reversed_transpose),
-    ("transpose-batch", batch_then_last),
-    ("swapped-qk", keys_on_left),
-    ("tied-qk", query_twice),
-    ("tied-qk", key_twice),
-]
+def scores(x: torch.Tensor, w: dict[str, torch.Tensor]) -> torch.Tensor:
+    """Raw affinities q @ k^T from the reference, (B,T,C) -> (B,T,T)."""
+    q = reference.project(x, w, "query", False)
+    k = reference.project(x, w, "key", False)
+    return reference.raw_scores(q, k)
 
 
 def reference_shapes(B: int, T: int, C: int, hs: int) -> dict[str, tuple[int, ...]]:
-    """The eight steps of the version-4 cell, run on meta tensors of the given sizes."""
-    x = torch.empty(B, T, C, device="meta")
-    key, query, value = (nn.Linear(C, hs, bias=False, device="meta") for _ in range(3))
-    with torch.no_grad():
-        k, q = key(x), query(x)  # (B,T,hs)
-        k_T = k.transpose(-2, -1)  # (B,hs,T)
-        wei = q @ k_T  # (B,T,T)
-        tril = torch.tril(torch.ones(T, T, device="meta"))
-        masked = wei.masked_fill(tril == 0, float("-inf"))  # (B,T,T)
-        weights = torch.softmax(masked, dim=-1)  # (B,T,T)
-        v = value(x)  # (B,T,hs)
-        out = weights @ v  # (B,T,hs)
-    steps = {"k": k, "q": q, "k_T": k_T, "scores": wei, "masked": masked}
-    steps |= {"weights": weights, "v": v, "out": out}
+    """The eight steps of the version-4 cell, from the reference on zeros of these sizes."""
+    x = torch.zeros(B, T, C, dtype=torch.float64)
+    w = {n: torch.zeros(hs, C, dtype=torch.float64) for n in PROJECTION_NAMES}
+    k, q, v = (reference.project(x, w, n, False) for n in PROJECTION_NAMES)  # (B,T,hs)
+    wei = reference.raw_scores(q, k)  # (B,T,T)
+    masked = wei.masked_fill(~reference.visible(T, "causal"), reference.NEG_INF)
+    weights = reference.weights(wei, reference.NB04, hs, C)  # (B,T,T)
+    steps = {"k": k, "q": q, "k_T": k.transpose(-2, -1), "scores": wei, "masked": masked}
+    steps |= {"weights": weights, "v": v, "out": reference.attention(x, w, reference.NB04)}
     return {name: tuple(t.shape) for name, t in steps.items()}
 
 
 def head_parameters(C: int, hs: int, bias: bool = False) -> int:
     """Parameters of one head's key, query and value projections."""
-    layers = [nn.Linear(C, hs, bias=bias, device="meta") for _ in range(3)]
-    return sum(p.numel() for layer in layers for p in layer.parameters())
+    return 3 * (C * hs + (hs if bias else 0))
 
 
-def _as_int(value: Any) -> int | None:
+def as_int(value: Any) -> int | None:
     """An integral number as int (1536, 1536.0, a 0-d array); None for anything else."""
     if isinstance(value, bool):
         return None
@@ -146,10 +89,10 @@ def _as_int(value: Any) -> int | None:
     return None
 
 
-def _as_shape(value: Any) -> tuple[int, ...] | None:
+def as_shape(value: Any) -> tuple[int, ...] | None:
     if not isinstance(value, list) or not value:
         return None
-    dims = [_as_int(v) for v in value]
+    dims = [as_int(v) for v in value]
     return None if any(d is None for d in dims) else tuple(dims)
 
 
@@ -161,6 +104,7 @@ class ShapeTable(CellSpec):
     grade_id = "shape-table"
     names = ("SHAPES",)
     points = 4.0
+    probe_module, probe_function = "values", "probe_values"
     groups = [
         ("k, q and v are (B, T, head_size)", 1.0, ["k", "q", "v"]),
         ("k_T swaps the last two axes of k", 1.0, ["k_T"]),
@@ -171,8 +115,6 @@ class ShapeTable(CellSpec):
         ),
         ("out is (B, T, head_size)", 1.0, ["out"]),
     ]
-
-    probe_module, probe_function = "values", "probe_values"
 
     def cases(self) -> dict[str, Any]:
         return {"sizes": LECTURE_SIZES, "names": list(self.names)}
@@ -187,21 +129,19 @@ class ShapeTable(CellSpec):
             return scorer.fail_all([(n, p) for n, p, _ in self.groups], problem)
         B, T, C, hs = cases["sizes"]
         expected = reference_shapes(B, T, C, hs)
+        shapes = {k: as_shape(v) for k, v in table.items()}
         for name, points, keys in self.groups:
-            bad = [k for k in keys if _as_shape(table.get(k)) != expected[k]]
+            bad = [k for k in keys if shapes.get(k) != expected[k]]
             detail = ""
             if bad and bad[0] not in table:
                 detail = f"SHAPES has no entry {bad[0]!r}."
             elif bad:
-                got = _as_shape(table[bad[0]]) or table[bad[0]]
+                got = shapes[bad[0]] or table[bad[0]]
                 detail = f"SHAPES[{bad[0]!r}] is {got}: not the shape of that step for B,T,C,hs = "
                 detail += f"{B},{T},{C},{hs} (write each shape as a tuple of ints)."
             scorer.check(name, points, not bad, detail)
-        k_T = _as_shape(table.get("k_T"))
-        if k_T in {(T, B, hs), (hs, T, B)}:
-            scorer.name("transpose-batch")
-        if _as_shape(table.get("out")) == (B, T, C):
-            scorer.name("aggregate-x")
+        found = {k: v for k, v in shapes.items() if v is not None}
+        name_mistakes(scorer, Evidence(reference.NB04, shapes=found, sizes=(B, T, C, hs)))
         return scorer.result
 
 
@@ -210,9 +150,8 @@ class ParamCount(CellSpec):
     grade_id = "param-count"
     names = ("N_PARAMS",)
     points = 1.0
-    check_name = "N_PARAMS counts the weights of key, query and value for C = 32, head_size = 16"
-
     probe_module, probe_function = "values", "probe_values"
+    check_name = "N_PARAMS counts the weights of key, query and value for C = 32, head_size = 16"
 
     def cases(self) -> dict[str, Any]:
         return {"C": 32, "hs": 16, "names": list(self.names)}
@@ -220,18 +159,17 @@ class ParamCount(CellSpec):
     def judge(self, cases: dict[str, Any], observed: dict[str, Any]) -> CellResult:
         scorer = Scorer(self.grade_id)
         C, hs = cases["C"], cases["hs"]
-        value = _as_int(observed.get("N_PARAMS"))
+        value = as_int(observed.get("N_PARAMS"))
         expected = head_parameters(C, hs)
         detail = ""
         if value is None:
             detail = f"N_PARAMS is {observed.get('N_PARAMS', 'missing')!r}: it must be a number."
-        elif value == head_parameters(C, hs, bias=True):
-            scorer.name("bias")
         elif value != expected:
             detail = f"N_PARAMS = {value:,}: count the entries of each weight matrix, then add."
             if value == 2 * expected // 3:
                 detail += " A head has three projections: key, query and value."
         scorer.check(self.check_name, self.points, value == expected, detail)
+        name_mistakes(scorer, Evidence(reference.NB04, n_params=value, sizes=(0, 0, C, hs)))
         return scorer.result
 
 
@@ -240,7 +178,9 @@ class Affinities(FunctionSpec):
     grade_id = "affinities"
     names = ("affinities",)
     function = "affinities"
+    probe_module, probe_function = "nb02", "probe_affinities"
     points = 3.0
+    seed = 202
     sizes = {
         "B3_T5_C12_hs7": (3, 5, 12, 7),
         "B6_T6_C10_hs5": (6, 6, 10, 5),  # B == T: transpose(0, 1) keeps the shape
@@ -257,47 +197,56 @@ class Affinities(FunctionSpec):
         ),
     ]
     flip_case = "B3_T5_C12_hs7"
-
-    probe_module, probe_function = "nb02", "probe_affinities"
+    mix_case = "B4_T4_C9_hs4"
 
     def make_cases(self) -> dict[str, Any]:
-        return head_inputs(self.sizes, seed=202, n_proj=2)
+        return head_inputs(self.sizes, seed=self.seed, n_proj=2)
 
     def cases(self) -> dict[str, Any]:
-        return {"args": self.make_cases(), "flip": self.flip_case}
+        cases = {"args": self.make_cases(), "flip": self.flip_case}
+        add_mix_case(cases, self.mix_case, self.seed + 1)
+        return cases
 
     def call_args(self, case: dict[str, Any]) -> tuple:
-        return modules_of(case)
+        return (case["x"], case)
 
-    def reference(self, x, key, query):
-        return scores(x, key, query)
+    def reference(self, x: torch.Tensor, w: dict[str, torch.Tensor]) -> torch.Tensor:
+        return scores(x, w)
 
     def extra_checks(self, scorer: Scorer, cases: dict[str, Any], observed: dict[str, Any]) -> bool:
-        even = sign_symmetric(observed, self.flip_case, 1.0)
-        if even is False:
-            scorer.name("bias")
-        return scorer.check(
-            "no bias: the scores of -x equal those of x",
-            1.0,
-            bool(even),
-            "Scores from bias-free projections are a product of two linear maps of x, so "
-            "flipping the sign of x must leave them unchanged; yours changed (or did not run).",
-        )
-
-    def judge(self, cases: dict[str, Any], observed: dict[str, Any]) -> CellResult:
-        result = super().judge(cases, observed)
-        value = observed.get(self.flip_case)
-        if isinstance(value, np.ndarray) and value.size and not result.checks[0].passed:
-            if np.isneginf(value).any() or np.allclose(np.nan_to_num(value).sum(-1), 1):
-                result.checks[
+        key = self.flip_case
+        odd = changed(observed.get(key), observed.get("flip:" + key))
+        if scorer.result.checks and not scorer.result.checks[0].passed:
+            value = as_array(observed.get(key))
+            if (
+                value is not None
+                and value.size
+                and (np.isneginf(value).any() or np.allclose(np.nan_to_num(value).sum(-1), 1))
+            ):
+                scorer.result.checks[
                     0
                 ].detail += (
                     " Your output looks masked or softmaxed: affinities returns the raw scores."
                 )
-        return result
+        return scorer.check(
+            "no bias: the scores of -x equal those of x",
+            1.0,
+            odd is False,
+            "Scores from bias-free projections are a product of two linear maps of x, so "
+            "flipping the sign of x must leave them unchanged; yours changed (or did not run).",
+        )
 
-    def diagnose(self, args: dict[str, tuple], observed: dict[str, Any]) -> list[str]:
-        return diagnose_variants(SCORE_VARIANTS, args, observed, self.dtype)
+    def evidence(self, cases: dict[str, Any], observed: dict[str, Any]) -> Evidence:
+        key = self.flip_case
+        case = cases["args"][key]
+        ev = Evidence(reference.AFFINITIES, head_size=case["key"].shape[0])
+        ev.n_embd = case["x"].shape[-1]
+        raw = as_array(observed.get(key))
+        if raw is not None and raw.shape == (*case["x"].shape[:2], case["x"].shape[1]):
+            ev.scores, ev.logits = raw, logits_for(case["x"], case)
+        ev.affine = changed(observed.get(key), observed.get("flip:" + key))
+        ev.mixes_batch = mixes_batch(observed, self.mix_case)
+        return ev
 
 
 SPECS = [ShapeTable(), ParamCount(), Affinities()]

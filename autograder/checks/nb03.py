@@ -7,79 +7,21 @@ from typing import Any
 import numpy as np
 import torch
 
-from autograder.checks.base import CellResult, CellSpec, FunctionSpec, Scorer
-from autograder.checks.diagnostics import Variant, diagnose_variants
-from autograder.checks.nb02 import _as_int
+from autograder.checks import reference
+from autograder.checks.base import CellResult, CellSpec, FunctionSpec, Scorer, name_mistakes
+from autograder.checks.evidence import as_array
+from autograder.checks.nb02 import as_int
+from autograder.checks.properties import Evidence
 
 NOTEBOOK = "03_mask_then_softmax.ipynb"
-NEG_INF = float("-inf")
-
-
-def _tril(scores: torch.Tensor) -> torch.Tensor:
-    T = scores.shape[-1]
-    return torch.tril(torch.ones(T, T, dtype=torch.bool, device=scores.device))
-
-
-def causal_softmax(scores: torch.Tensor) -> torch.Tensor:
-    """Reference: -inf on the strict upper triangle (the future), softmax over the keys."""
-    masked = scores.masked_fill(~_tril(scores), NEG_INF)  # (...,T,T)
-    return torch.softmax(masked, dim=-1)  # (...,T,T), each row sums to one
-
-
-# ---- wrong variants of the weights (scores -> weights) -----------------------------------
-
-
-def lower_masked(scores):
-    """triu-mask: the past is masked, row t sees t..T-1."""
-    return torch.softmax(scores.masked_fill(~_tril(scores).mT, NEG_INF), dim=-1)
-
-
-def inverted_mask(scores):
-    """mask-polarity: -inf where tril == 1, row t sees t+1..T-1 and the last row is nan."""
-    return torch.softmax(scores.masked_fill(_tril(scores), NEG_INF), dim=-1)
-
-
-def zero_filled(scores):
-    """fill-zero: the future scores become 0 and still get weight exp(0)."""
-    return torch.softmax(scores.masked_fill(~_tril(scores), 0.0), dim=-1)
-
-
-def masked_after(scores):
-    """mask-after-softmax: softmax over all keys, then the future zeroed."""
-    return torch.softmax(scores, dim=-1).masked_fill(~_tril(scores), 0.0)
-
-
-def masked_after_inf(scores):
-    """mask-after-softmax: softmax over all keys, then -inf written over the future."""
-    return torch.softmax(scores, dim=-1).masked_fill(~_tril(scores), NEG_INF)
-
-
-def column_softmax(scores):
-    """softmax-dim: the masked scores normalised over the query axis (dim=-2)."""
-    return torch.softmax(scores.masked_fill(~_tril(scores), NEG_INF), dim=-2)
-
-
-def dim1_softmax(scores):
-    """softmax-dim: dim=1, the query axis of a (B,T,T) batch (a head axis of 4-D input)."""
-    return torch.softmax(scores.masked_fill(~_tril(scores), NEG_INF), dim=1)
-
-
-WEIGHT_VARIANTS: list[Variant] = [
-    ("triu-mask", lower_masked),
-    ("mask-polarity", inverted_mask),
-    ("fill-zero", zero_filled),
-    ("mask-after-softmax", masked_after),
-    ("mask-after-softmax", masked_after_inf),
-    ("softmax-dim", column_softmax),
-    ("softmax-dim", dim1_softmax),
-]
+DIAG = "diag"  # unit scores, B = 3, T = 6: every weight well above zero unless masked
 
 
 def nonzero_count(T: int) -> int:
     """Nonzero entries of the reference weights of one (T,T) matrix of random scores."""
     g = torch.Generator().manual_seed(T)
     scores = torch.randn(T, T, generator=g, dtype=torch.float64)
-    return int(torch.count_nonzero(causal_softmax(scores)))
+    return int(torch.count_nonzero(reference.weights(scores, reference.NB04, 1, 1)))
 
 
 class MaskThenSoftmax(FunctionSpec):
@@ -89,6 +31,8 @@ class MaskThenSoftmax(FunctionSpec):
     function = "mask_then_softmax"
     probe_module, probe_function = "nb03", "probe_mask_then_softmax"
     points = 5.0
+    seed = 303
+    size_attr = "shapes"
     shapes = {
         "B3_T5": (3, 5, 5),
         "B4_T4": (4, 4, 4),  # B == T
@@ -107,38 +51,39 @@ class MaskThenSoftmax(FunctionSpec):
     main = "B3_T5"
 
     def make_cases(self) -> dict[str, tuple]:
-        g = torch.Generator().manual_seed(303)
-        return {k: (2.0 * torch.randn(*s, generator=g),) for k, s in self.shapes.items()}
+        g = torch.Generator().manual_seed(self.seed)
+        args = {k: (2.0 * torch.randn(*s, generator=g),) for k, s in self.shapes.items()}
+        args[DIAG] = (torch.randn(3, 6, 6, generator=g),)
+        return args
 
     def cases(self) -> dict[str, Any]:
         cases = super().cases()
         (scores,) = cases["args"][self.main]
-        g = torch.Generator().manual_seed(304)
+        g = torch.Generator().manual_seed(self.seed + 1)
         other = 5.0 * torch.randn(scores.shape, generator=g)
-        future = ~_tril(scores)
+        future = ~reference.visible(scores.shape[-1], "causal")
         cases["future"] = torch.where(future, other, scores)  # same past, different future
         cases["main"] = self.main
         return cases
 
-    def reference(self, scores):
-        return causal_softmax(scores)
+    def reference(self, scores: torch.Tensor) -> torch.Tensor:
+        return reference.weights(scores.double(), reference.NB04, head_size=1, n_embd=1)
 
     def extra_checks(self, scorer: Scorer, cases: dict[str, Any], observed: dict[str, Any]) -> bool:
-        outs = [observed.get(k) for k in ("B3_T5", "B4_T4", "T6_2d")]
+        keys = [k for k in ("B3_T5", "B4_T4", "T6_2d") if k in cases["args"]]
+        outs = [as_array(observed.get(k)) for k in keys]
         shaped = all(
-            isinstance(o, np.ndarray) and o.shape == cases["args"][k][0].shape and o.size
-            for o, k in zip(outs, ("B3_T5", "B4_T4", "T6_2d"), strict=True)
+            o is not None and o.shape == cases["args"][k][0].shape and o.size
+            for o, k in zip(outs, keys, strict=True)
         )
-        sums_one = shaped and all(
-            np.allclose(o.astype(np.float64).sum(-1), 1.0, atol=1e-4) for o in outs
-        )
+        sums_one = shaped and all(np.allclose(o.sum(-1), 1.0, atol=1e-4) for o in outs)
         upper_zero = shaped and all(
             bool(np.all(np.triu(o, k=1) == 0)) and not np.isnan(o).any() for o in outs
         )
-        a, b = observed.get(self.main), observed.get("future:" + self.main)
+        a, b = as_array(observed.get(self.main)), as_array(observed.get("future:" + self.main))
         blind = (
-            isinstance(a, np.ndarray)
-            and isinstance(b, np.ndarray)
+            a is not None
+            and b is not None
             and a.shape == b.shape
             and np.allclose(a, b, rtol=1e-5, atol=1e-6, equal_nan=True)
         )
@@ -163,8 +108,13 @@ class MaskThenSoftmax(FunctionSpec):
         )
         return ok
 
-    def diagnose(self, args: dict[str, tuple], observed: dict[str, Any]) -> list[str]:
-        return diagnose_variants(WEIGHT_VARIANTS, args, observed, self.dtype)
+    def evidence(self, cases: dict[str, Any], observed: dict[str, Any]) -> Evidence:
+        (scores,) = cases["args"][DIAG]
+        W = as_array(observed.get(DIAG))
+        ev = Evidence(reference.NB04, head_size=1, n_embd=1)
+        if W is not None and W.shape == tuple(scores.shape):
+            ev.weights, ev.logits = W, {"q@k": scores.double().numpy()}
+        return ev
 
 
 class NonzeroCount(CellSpec):
@@ -181,7 +131,7 @@ class NonzeroCount(CellSpec):
     def judge(self, cases: dict[str, Any], observed: dict[str, Any]) -> CellResult:
         scorer = Scorer(self.grade_id)
         T = cases["T"]
-        value = _as_int(observed.get("NONZERO"))
+        value = as_int(observed.get("NONZERO"))
         scorer.check(
             f"NONZERO is the number of nonzero weights of one ({T},{T}) matrix",
             1.0,
@@ -189,11 +139,8 @@ class NonzeroCount(CellSpec):
             f"NONZERO is {observed.get('NONZERO', 'missing')!r}: count the nonzero entries of "
             f"one batch element's weights, e.g. torch.count_nonzero(wei[0]).",
         )
-        wrong = []
-        for size in cases["sizes"]:
-            got = _as_int(observed.get(f"n_visible({size})"))
-            if got != nonzero_count(size):
-                wrong.append((size, got))
+        counts = {size: as_int(observed.get(f"n_visible({size})")) for size in cases["sizes"]}
+        wrong = [(size, got) for size, got in counts.items() if got != nonzero_count(size)]
         detail = ""
         if wrong:
             size, got = wrong[0]
@@ -207,9 +154,11 @@ class NonzeroCount(CellSpec):
             not wrong,
             detail,
         )
-        counts = [value] + [_as_int(observed.get(f"n_visible({s})")) for s in (T, 5)]
-        if value == T * T or counts[1:] == [T * T, 25]:
-            scorer.name("fill-zero")
+        # the counts that are every entry of the matrix: nothing masked (NONZERO first)
+        full = {size: n for size, n in counts.items() if n == size * size and size > 1}
+        if value == T * T:
+            full[T] = value
+        name_mistakes(scorer, Evidence(reference.NB04, counts=full or None))
         return scorer.result
 
 

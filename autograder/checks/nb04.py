@@ -4,69 +4,23 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import torch
 
+from autograder.checks import reference
 from autograder.checks.base import CellResult, FunctionSpec, Scorer, close
-from autograder.checks.diagnostics import Variant, diagnose_variants
-from autograder.checks.nb02 import (
-    LECTURE_SIZES,
-    SCORE_VARIANTS,
-    head_inputs,
-    modules_of,
-    scores,
-    sign_symmetric,
+from autograder.checks.evidence import (
+    as_array,
+    changed,
+    first_recovered,
+    logits_for,
+    mixes_batch,
+    numpy64,
+    projections,
 )
-from autograder.checks.nb03 import WEIGHT_VARIANTS, causal_softmax
+from autograder.checks.nb02 import LECTURE_SIZES, add_mix_case, head_inputs
+from autograder.checks.properties import Evidence, fitted_scale
 
 NOTEBOOK = "04_value_aggregation.ipynb"
-
-
-def attention(x, key, query, value):
-    """Reference: the version-4 cell, (B,T,C) -> (B,T,hs), no scale."""
-    with torch.no_grad():
-        wei = causal_softmax(scores(x, key, query))  # (B,T,T)
-        return wei @ value(x)  # (B,T,T) @ (B,T,hs) -> (B,T,hs)
-
-
-def _with_scores(wrong_scores):
-    return lambda x, key, query, value: causal_softmax(wrong_scores(x, key, query)) @ value(x)
-
-
-def _with_weights(wrong_weights):
-    return lambda x, key, query, value: wrong_weights(scores(x, key, query)) @ value(x)
-
-
-def aggregate_x(x, key, query, value):
-    """aggregate-x: the weights average x itself, C wide."""
-    return causal_softmax(scores(x, key, query)) @ x
-
-
-def v_at_wei(x, key, query, value):
-    """v-at-wei: v @ wei, which runs only when head_size == T."""
-    return value(x) @ causal_softmax(scores(x, key, query))
-
-
-def wei_transposed_at_v(x, key, query, value):
-    """v-at-wei, shapes repaired with transposes: (v^T @ wei)^T = wei^T @ v."""
-    return (value(x).mT @ causal_softmax(scores(x, key, query))).mT
-
-
-def scaled(x, key, query, value):
-    """Not a catalog mistake here: the scale belongs to notebook 05, not to version 4."""
-    s = scores(x, key, query) * key.weight.shape[0] ** -0.5
-    return causal_softmax(s) @ value(x)
-
-
-ATTEND_VARIANTS: list[Variant] = (
-    [(m, _with_scores(f)) for m, f in SCORE_VARIANTS]
-    + [(m, _with_weights(f)) for m, f in WEIGHT_VARIANTS]
-    + [
-        ("aggregate-x", aggregate_x),
-        ("v-at-wei", v_at_wei),
-        ("v-at-wei", wei_transposed_at_v),
-    ]
-)
 
 
 class Attend(FunctionSpec):
@@ -76,6 +30,7 @@ class Attend(FunctionSpec):
     function = "attend"
     probe_module, probe_function = "nb04", "probe_attend"
     points = 5.0
+    seed = 404
     sizes = {
         "B3_T5_C12_hs7": (3, 5, 12, 7),
         "B6_T6_C10_hs5": (6, 6, 10, 5),  # B == T
@@ -93,44 +48,47 @@ class Attend(FunctionSpec):
         ),
     ]
     main = "B3_T5_C12_hs7"
+    # cases the weights are recovered from: hs, C >= T; then hs == T (where v @ wei runs)
+    recover_from = ("B3_T5_C12_hs7", "B3_T6_C11_hs6")
+    mix_case = "B4_T4_C9_hs4"
     cut = 3  # tokens from here on are changed in the causality case
 
     def make_cases(self) -> dict[str, Any]:
-        return head_inputs(self.sizes, seed=404, n_proj=3)
+        return head_inputs(self.sizes, seed=self.seed, n_proj=3, gain=0.6)
 
     def call_args(self, case: dict[str, Any]) -> tuple:
-        return modules_of(case)
+        return (case["x"], case)
 
     def cases(self) -> dict[str, Any]:
         cases = super().cases()
         x = cases["args"][self.main]["x"]
-        g = torch.Generator().manual_seed(405)
+        g = torch.Generator().manual_seed(self.seed + 1)
         later = x.clone()
         later[:, self.cut :] = 3.0 * torch.randn(later[:, self.cut :].shape, generator=g)
         cases["future"] = later  # the same first tokens, a different future
         cases["main"] = self.main
+        add_mix_case(cases, self.mix_case, self.seed + 2)
         return cases
 
-    def reference(self, x, key, query, value):
-        return attention(x, key, query, value)
+    def reference(self, x: torch.Tensor, w: dict[str, torch.Tensor]) -> torch.Tensor:
+        return reference.attention(x, w, reference.NB04)  # version 4: no scale yet
 
     def extra_checks(self, scorer: Scorer, cases: dict[str, Any], observed: dict[str, Any]) -> bool:
-        x, _, _, value = modules_of(cases["args"][self.main])
-        with torch.no_grad():
-            v0 = value(x)[:, 0].numpy()  # (B,hs)
-        out = observed.get(self.main)
-        shaped = isinstance(out, np.ndarray) and out.ndim == 3 and out.shape[:2] == x.shape[:2]
+        case = cases["args"][self.main]
+        x = case["x"]
+        v0 = numpy64(reference.project(x, case, "value", False))[:, 0]  # (B,hs)
+        out = as_array(observed.get(self.main))
+        shaped = out is not None and out.ndim == 3 and out.shape[:2] == x.shape[:2]
         first = shaped and close(out[:, 0], v0)
-        later = observed.get("future:" + self.main)
+        later = as_array(observed.get("future:" + self.main))
         causal = (
             shaped
-            and isinstance(later, np.ndarray)
+            and later is not None
             and later.shape == out.shape
-            and close(later[:, : self.cut], out[:, : self.cut].astype(np.float64))
+            and close(later[:, : self.cut], out[:, : self.cut])
         )
-        odd = sign_symmetric(observed, self.main, -1.0)
-        if odd is False:
-            scorer.name("bias")
+        flipped = as_array(observed.get("flip:" + self.main))
+        odd = changed(None if flipped is None else -flipped, out) is False
         ok = scorer.check(
             "position 0 sees only itself: out[:, 0] == value(x)[:, 0]",
             1.0,
@@ -146,25 +104,38 @@ class Attend(FunctionSpec):
         ok &= scorer.check(
             "no bias: the output for -x is minus the output for x",
             1.0,
-            bool(odd),
+            odd,
             "Without biases, flipping the sign of x flips v and leaves the weights alone, so "
             "the output must flip sign too; yours did not (or did not run).",
         )
         return ok
 
+    def evidence(self, cases: dict[str, Any], observed: dict[str, Any]) -> Evidence:
+        main = cases["args"][self.main]
+        ev = Evidence(reference.NB04, head_size=main["key"].shape[0], n_embd=main["x"].shape[-1])
+        outs, values, logits = [], [], []
+        for key in self.recover_from:
+            case = cases["args"][key]
+            p = projections(case["x"], case)
+            outs.append(observed.get(key))
+            values.append({"v": p["v"], "x": case["x"].double().numpy()})
+            logits.append(logits_for(case["x"], case))
+        first_recovered(ev, outs, values, logits)
+        flipped = as_array(observed.get("flip:" + self.main))
+        ev.affine = changed(None if flipped is None else -flipped, observed.get(self.main))
+        ev.mixes_batch = mixes_batch(observed, self.mix_case)
+        return ev
+
     def judge(self, cases: dict[str, Any], observed: dict[str, Any]) -> CellResult:
         result = super().judge(cases, observed)
         if result.score < result.max_score:
-            args = {k: modules_of(a) for k, a in cases["args"].items()}
-            if all(close(observed.get(k), scaled(*a)) for k, a in args.items()):
+            ev = self.evidence(cases, observed)
+            if ev.weights is not None and fitted_scale(ev) == reference.Scale.HEAD:
                 result.checks[0].detail += (
                     " Your output is scaled by head_size ** -0.5: version 4 has no scale yet "
                     "(it arrives in notebook 05)."
                 )
         return result
-
-    def diagnose(self, args: dict[str, tuple], observed: dict[str, Any]) -> list[str]:
-        return diagnose_variants(ATTEND_VARIANTS, args, observed, self.dtype)
 
 
 SPECS = [Attend()]

@@ -11,13 +11,16 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import torch
 
-from autograder.checks.base import CellSpec, Scorer, close, why_not
-from autograder.checks.nb05 import attention
+from autograder.checks import reference
+from autograder.checks.base import CellSpec, Scorer, close, name_mistakes, why_not
+from autograder.checks.evidence import as_array, changed, first_recovered, logits_for, projections
+from autograder.checks.properties import Evidence
 
 NOTEBOOK = "07_head_on_gpu.ipynb"
 
@@ -156,24 +159,54 @@ def _mh_cases() -> dict[str, Any]:
     return {"configs": dict(MH_CONFIGS), "inputs_of": dict(MH_INPUTS), "x": xs, "dropout_p": 0.3}
 
 
+def _head_weights(head: dict[str, Any]) -> dict[str, torch.Tensor]:
+    """key/query/value weights and biases (zero where a projection has none) of one record."""
+    w = {}
+    for name in ("key", "query", "value"):
+        w[name] = torch.from_numpy(head[name]["weight"])
+        bias = head[name]["bias"]
+        w[name + "_bias"] = (
+            torch.from_numpy(bias) if bias is not None else torch.zeros(w[name].shape[0])
+        )
+    return w
+
+
+BIASED_HEAD = replace(reference.HEAD, bias=True)
+
+
 def multihead_reference(record: dict[str, Any], x: torch.Tensor) -> torch.Tensor:
     """proj(concat of the heads' outputs), from the weights the probe recorded."""
-    outs = []
-    for head in record["heads"]:
-        w = {}
-        for name in ("key", "query", "value"):
-            w[name] = torch.from_numpy(head[name]["weight"])
-            bias = head[name]["bias"]
-            w[name + "_bias"] = (
-                torch.from_numpy(bias) if bias is not None else torch.zeros(w[name].shape[0])
-            )
-        outs.append(attention(x, w, bias=True))  # zero bias when the head has none
+    outs = [reference.attention(x, _head_weights(h), BIASED_HEAD) for h in record["heads"]]
     cat = torch.cat(outs, dim=-1)  # (B,T,n_head*hs)
     proj = record["proj"]
     out = cat @ torch.from_numpy(proj["weight"]).double().T
     if proj["bias"] is not None:
         out = out + torch.from_numpy(proj["bias"]).double()
     return out  # (B,T,n_embd)
+
+
+def multihead_evidence(record: Any, x: torch.Tensor, out: Any, eval_runs: Any) -> Evidence:
+    """The first head's weights, recovered from the output through the inverse of proj."""
+    ev = Evidence(reference.HEAD)
+    if isinstance(eval_runs, dict):
+        random = changed(eval_runs.get("first"), eval_runs.get("second"))
+        ev.dropout = {"off_in_eval": random is not True}
+    out = as_array(out)
+    if not (isinstance(record, dict) and _usable(record)) or out is None:
+        return ev
+    proj = record["proj"]
+    P = proj["weight"].astype(np.float64)  # (n_embd, n_head*hs)
+    centred = out - (proj["bias"] if proj["bias"] is not None else 0.0)
+    cat = centred @ np.linalg.pinv(P.T)  # (B,T,n_head*hs)
+    if not np.allclose(cat @ P.T, centred, rtol=1e-3, atol=1e-4):
+        return ev
+    w = _head_weights(record["heads"][0])
+    hs = w["key"].shape[0]
+    ev.head_size, ev.n_embd = hs, x.shape[-1]
+    p = projections(x, w, bias=True)
+    values = {"v": p["v"], "x": x.double().numpy()}
+    first_recovered(ev, [cat[..., :hs]], [values], [logits_for(x, w, bias=True)])
+    return ev
 
 
 class MultiHeadSpec(CellSpec):
@@ -238,6 +271,13 @@ class MultiHeadSpec(CellSpec):
             bad[0] if bad else "",
         )
         # 4. causal, and dropout off in eval mode
+        self._causal_and_steady(s, xs, observed)
+        record = observed.get("layout_A")
+        runs = observed.get("dropout_eval")
+        name_mistakes(s, multihead_evidence(record, xs["A_main"], observed.get("A_main"), runs))
+        return s.result
+
+    def _causal_and_steady(self, s: Scorer, xs: dict, observed: dict[str, Any]) -> None:
         main, future = observed.get("A_main"), observed.get("A_future")
         causal = (
             _is(main, None)
@@ -264,7 +304,6 @@ class MultiHeadSpec(CellSpec):
                 "with dropout=0.3 in eval mode the output is random or differs from the heads' math"
             )
         s.check("causal, and dropout is off in eval mode", 1, causal and steady, detail)
-        return s.result
 
 
 def _is(value: Any, shape: tuple | None) -> bool:
@@ -324,24 +363,27 @@ class SdpaForwardSpec(CellSpec):
     names = ("head_forward_sdpa",)
     points = 3.0
     dtype = "float32"
+    sizes = SDPA_INPUTS
+    seed = 717
 
     def cases(self) -> dict[str, Any]:
-        g = torch.Generator().manual_seed(717)
+        g = torch.Generator().manual_seed(self.seed)
         n_embd, hs, block_size = SDPA_CFG
 
         def head(dropout: float) -> dict[str, Any]:
-            w = {p: torch.randn(hs, n_embd, generator=g) * n_embd**-0.5 for p in PROJECTIONS}
+            # q, k of moderate size (gain 0.6): no weight of a mistaken scale rounds to zero
+            w = {p: torch.randn(hs, n_embd, generator=g) * 0.6 * n_embd**-0.5 for p in PROJECTIONS}
             return {**w, "block_size": block_size, "dropout": dropout}
 
         heads = {"head": head(0.0), "dropping": head(0.3)}
-        xs = {k: torch.randn(b, t, n_embd, generator=g) for k, (b, t) in SDPA_INPUTS.items()}
+        xs = {k: torch.randn(b, t, n_embd, generator=g) for k, (b, t) in self.sizes.items()}
         return {**heads, "x": xs}
 
     def judge(self, cases: dict[str, Any], observed: dict[str, Any]) -> Any:
         s = Scorer(self.grade_id)
 
         def expected_for(head: dict[str, Any], x: torch.Tensor) -> torch.Tensor:
-            return attention(x, _weights_of(head))
+            return reference.attention(x, _weights_of(head), reference.HEAD)
 
         def out_of(key: str) -> Any:
             rec = observed.get(key)
@@ -353,7 +395,7 @@ class SdpaForwardSpec(CellSpec):
             if not close(out_of(key), exp, self.dtype):
                 source = observed if key not in observed else {key: out_of(key)}
                 bad.append(f"input {key}: {why_not(source, key, exp)}")
-        outputs_ok = s.check(
+        s.check(
             "equals head(x) in eval mode (T < block_size, B == T, T = 1, T == block_size)",
             1,
             not bad,
@@ -380,25 +422,23 @@ class SdpaForwardSpec(CellSpec):
         if "dropping" not in observed:
             detail = why_not(observed, "dropping", exp)
         s.check("no dropout: the eval-mode output even for a head in training mode", 1, ok, detail)
-        if not outputs_ok:
-            s.name(*self._scale_mistakes(cases, observed))
+        name_mistakes(s, self.evidence(cases, observed))
         return s.result
 
-    def _scale_mistakes(self, cases: dict[str, Any], observed: dict[str, Any]) -> list[str]:
-        found = []
+    def evidence(self, cases: dict[str, Any], observed: dict[str, Any]) -> Evidence:
         w = _weights_of(cases["head"])
-        for mistake, scale in (
-            ("no-scale", "none"),
-            ("scale-by-C", "C"),
-            ("scale-no-sqrt", "hs_no_sqrt"),
-        ):
-            if all(
-                isinstance(observed.get(k), dict)
-                and close(observed[k].get("out"), attention(x, w, scale=scale), self.dtype)
-                for k, x in cases["x"].items()
-            ):
-                found.append(mistake)
-        return found
+        x = cases["x"]["main"]
+        ev = Evidence(reference.HEAD, head_size=w["key"].shape[0], n_embd=x.shape[-1])
+        rec = observed.get("main")
+        p = projections(x, w)
+        values = {"v": p["v"], "x": x.double().numpy()}
+        out = rec.get("out") if isinstance(rec, dict) else None
+        first_recovered(ev, [out], [values], [logits_for(x, w)])
+        runs = [observed.get(k) for k in ("dropping", "dropping:again")]
+        if all(isinstance(r, dict) for r in runs):
+            random = changed(runs[0].get("out"), runs[1].get("out"))
+            ev.dropout = {"off_in_eval": random is not True}
+        return ev
 
 
 SPECS: list[CellSpec] = [PickDeviceSpec(), WeightsBytesSpec(), MultiHeadSpec(), SdpaForwardSpec()]

@@ -19,4 +19,6 @@ def probe_affinities(ns: dict[str, Any], cases: dict[str, Any]) -> dict[str, Any
         attempt(observed, key, lambda c=c: call(c, c["x"]))
     flip = cases["args"][cases["flip"]]
     attempt(observed, "flip:" + cases["flip"], lambda: call(flip, -flip["x"]))
+    mix = cases["mix"]
+    attempt(observed, "mix:" + mix["key"], lambda: call(cases["args"][mix["key"]], mix["x"]))
     return observed

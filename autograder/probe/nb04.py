@@ -21,4 +21,6 @@ def probe_attend(ns: dict[str, Any], cases: dict[str, Any]) -> dict[str, Any]:
     main = cases["args"][cases["main"]]
     attempt(observed, "flip:" + cases["main"], lambda: call(main, -main["x"]))
     attempt(observed, "future:" + cases["main"], lambda: call(main, cases["future"]))
+    mix = cases["mix"]
+    attempt(observed, "mix:" + mix["key"], lambda: call(cases["args"][mix["key"]], mix["x"]))
     return observed

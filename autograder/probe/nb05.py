@@ -85,16 +85,14 @@ def probe_head(ns: dict[str, Any], cases: dict[str, Any]) -> dict[str, Any]:
     attempt(obs, "structure", lambda: _structure(Head, cfg_a))
     attempt(obs, "tril_meta", lambda: _tril_device_after_meta(Head, cfg_a))
 
-    def run(key: str, x_key: str | None = None) -> Any:
-        cfg_name = cases["inputs_of"][key][0] if key in cases["inputs_of"] else "A"
+    def run(cfg_name: str, x_key: str) -> Any:
         head = build(Head, configs[cfg_name], weights[cfg_name])
         head.eval()
         with torch.no_grad():
-            return head(xs[x_key or key].clone())
+            return head(xs[x_key].clone())
 
-    for key in cases["inputs_of"]:
-        attempt(obs, key, lambda key=key: run(key))
-    attempt(obs, "A_future", lambda: run(prop, "A_future"))
+    for key, (cfg_name, x_key) in cases["runs"].items():
+        attempt(obs, key, lambda c=cfg_name, k=x_key: run(c, k))
 
     def dropped(p: float | None, train: bool) -> dict[str, Any]:
         head = build(Head, cfg_a, w_a, dropout=p)

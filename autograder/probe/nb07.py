@@ -197,4 +197,5 @@ def probe_sdpa_forward(ns: dict[str, Any], cases: dict[str, Any]) -> dict[str, A
         attempt(obs, key, lambda x=x: call(cases["head"], x, True))
     dropping = cases["dropping"]
     attempt(obs, "dropping", lambda: call(dropping, cases["x"]["main"], True))
+    attempt(obs, "dropping:again", lambda: call(dropping, cases["x"]["main"], True))
     return obs

@@ -1,16 +1,22 @@
-"""Wrong and alternative answers for every answer cell, built from the solutions by code.
+"""Wrong and alternative answers for every answer cell.
 
 Each notebook's module `nbNN.py` here lists
-- MUTATIONS: a catalog mistake put into the solution's answer by string replacement (the
-  replacement must apply, so the corpus follows the notebooks as they change);
-- ALTERNATIVES: complete answers written differently that must earn full marks.
+- WRITERS: answers written from scratch, each a function of `choose` (a draw among options,
+  made by hypothesis), that either make one catalog mistake or none;
+- MUTATIONS and ALTERNATIVES: one answer per (cell, mistake) and a few correct ones, taken
+  from the writers in their plainest form (`exported`), for the tests that grade a whole
+  notebook: they replace the answer cell's source, so they never depend on the solutions'
+  text.
 """
 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import pytest
 
 from autograder.contract import CONTRACT
 from autograder.notebook_io import exec_cell, read, setup_sources, solution_answers
@@ -22,8 +28,9 @@ class Mutation:
     notebook: str
     grade_id: str
     mistake: str  # the catalog id the grader must name
-    replace: tuple[tuple[str, str], ...]  # (old, new) pairs applied to the solution's answer
+    replace: tuple[tuple[str, str], ...] = ()  # (old, new) pairs applied to the answer
     label: str = ""
+    source: str = ""  # a whole answer written from scratch: replaces the answer when set
 
     @property
     def id(self) -> str:
@@ -40,6 +47,141 @@ class Alternative:
     @property
     def id(self) -> str:
         return f"{self.grade_id}:{self.label}"
+
+
+Choose = Callable[[str, Sequence[Any]], Any]  # choose(name, options) -> one of the options
+
+
+@dataclass(frozen=True)
+class Writer:
+    """One way to write an answer cell from scratch, with a catalog mistake or none."""
+
+    grade_id: str
+    mistake: str | None  # None: a correct alternative
+    label: str  # the way it is written: writers of one id differ in kind, not in spelling
+    write: Callable[[Choose], str]
+
+    @property
+    def id(self) -> str:
+        return f"{self.grade_id}:{self.mistake or 'correct'}:{self.label}"
+
+
+def writers() -> list[Writer]:
+    return [w for mod in _modules() for w in getattr(mod, "WRITERS", [])]
+
+
+def fixing(write: Callable[[Choose], str], slot: str, index: int) -> Callable[[Choose], str]:
+    """`write` with the option of one slot fixed (the other slots still drawn)."""
+
+    def fixed(choose: Choose) -> str:
+        return write(
+            lambda name, options: options[index] if name == slot else choose(name, options)
+        )
+
+    return fixed
+
+
+def variants(grade_id: str, label: str, write: Callable[[Choose], str], slot: str, n: int) -> list:
+    """One correct Writer per option of `slot`: n ways that differ in that part."""
+    return [Writer(grade_id, None, f"{label}-{i}", fixing(write, slot, i)) for i in range(n)]
+
+
+def first_choice(name: str, options: Sequence[Any]) -> Any:
+    """The `choose` that always takes the first option (a writer's plainest form)."""
+    return options[0]
+
+
+def exported(
+    notebook: str,
+    writers: list[Writer],
+    alternatives_per_cell: int = 2,
+    only: frozenset[str] | None = None,
+) -> tuple[list[Mutation], list[Alternative]]:
+    """The first writer of each (cell, mistake) as a Mutation (of the mistakes in `only`, when
+    given), the first correct writers of each cell as Alternatives, all in their plainest form.
+    Writers that redefine a name of the notebook's setup (label 'own-head') stay out: a whole
+    notebook runs after them."""
+    mutations: dict[tuple[str, str], Mutation] = {}
+    alternatives: list[Alternative] = []
+    for w in writers:
+        if w.label == "own-head":
+            continue
+        source = w.write(first_choice)
+        if w.mistake is None:
+            if sum(a.grade_id == w.grade_id for a in alternatives) < alternatives_per_cell:
+                alternatives.append(Alternative(notebook, w.grade_id, w.label, source))
+        elif (w.grade_id, w.mistake) not in mutations and (only is None or w.mistake in only):
+            mutations[(w.grade_id, w.mistake)] = Mutation(
+                notebook, w.grade_id, w.mistake, label=w.label, source=source
+            )
+    return list(mutations.values()), alternatives
+
+
+def extra_sizes(grade_id: str, choose: Choose) -> tuple[int, ...] | None:
+    """One more size to check a cell on: B == T (== hs), T = 1, or anything (1..6 each).
+
+    The tuple is what the cell's spec takes (see `CellSpec.resized`); None for cells of
+    constants, which have no sizes.
+    """
+    kind = choose("kind", ("B == T == hs", "T = 1", "any"))
+    n, a, b, c, d = (choose(f"n{i}", range(1, 7)) for i in range(5))
+    T = {"B == T == hs": n, "T = 1": 1, "any": b}[kind]
+    B = n if kind == "B == T == hs" else a
+    hs = n if kind == "B == T == hs" else c
+    if grade_id.startswith("average-"):
+        return (B, T, d)
+    if grade_id in ("affinities", "attend"):
+        return (B, T, d + 1, hs)
+    if grade_id == "mask-then-softmax":
+        return (B, T, T)
+    if grade_id == "head":
+        return (d + 1, hs, T + c, B, T)  # n_embd, head_size, block_size >= T, B, T
+    if grade_id in ("capture-attention", "unmasked-head", "value-ablation"):
+        return (B, T, d, hs, T + c)  # B, T, C, head_size, block_size
+    if grade_id == "sdpa-forward":
+        return (B, T)
+    return None
+
+
+def setup_namespace() -> dict[str, Any]:
+    """What the notebooks' setup cells give an answer: torch, nn, F, math and a Head."""
+    import math
+
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    from autograder.probe.modules import CourseHead
+
+    return {"torch": torch, "nn": nn, "F": F, "math": math, "Head": CourseHead}
+
+
+def grade_written(writer: Writer, choose: Choose, seed: int) -> tuple[str, Any]:
+    """Write an answer with `choose`, run it beside the setup names, grade it in-process on
+    one extra size (drawn with `choose` too) and tensors from `seed`."""
+    from autograder.checks import run_in_process, spec_for
+
+    source = writer.write(choose)
+    spec = spec_for(writer.grade_id)
+    sizes = extra_sizes(writer.grade_id, choose)
+    spec = spec.resized({"drawn": sizes} if sizes else {}, seed=seed)
+    ns = setup_namespace()
+    try:
+        exec_cell(source, ns, f"<answer {writer.grade_id}>")
+    except Exception:  # noqa: S110 - the spec reports the missing names
+        pass
+    return source, run_in_process(spec, ns)
+
+
+@pytest.fixture(scope="module")
+def one_thread() -> Any:
+    """Tiny tensors: one torch thread is faster than two, far faster on a busy machine."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 def _modules() -> list[Any]:
@@ -63,6 +205,8 @@ def alternatives() -> list[Alternative]:
 
 
 def apply(source: str, mutation: Mutation) -> str:
+    if mutation.source:
+        return mutation.source
     for old, new in mutation.replace:
         if old not in source:
             raise AssertionError(
