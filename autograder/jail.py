@@ -135,6 +135,11 @@ class Jail:
             processes=processes,
         )
 
+    @property
+    def python(self) -> str:
+        """The interpreter to run inside: the venv's (its packages, Python's prefix)."""
+        return str(self.venv / "bin" / "python")
+
     # ---- the command line ---------------------------------------------------------------
 
     def environment(self, **extra: str) -> dict[str, str]:
