@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 
 KERNEL_ARGS = ["--InteractiveShell.xmode=Minimal"]
 OUTPUT_CAP = 256 * 1024  # characters of output kept per cell
+KERNEL_FOLDER_BYTES = 4 * 2**20  # a jailed kernel's shared folder holds sockets, nothing more
 
 
 @dataclass
@@ -269,6 +270,7 @@ class KernelRunner:
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._thread.start()
         self._spare: concurrent.futures.Future | None = None
+        self._last: str | None = None  # the notebook run before
         if warm:
             self.prestart()
 
@@ -402,9 +404,10 @@ class KernelRunner:
             waited = time.monotonic() - start
             watchdog.attach(kernel.pid)
             if self.jail is not None:
-                watchdog.watch_folder(kernel.workdir, self.jail.shared_bytes)
-            if self.warm and more:
-                self.prestart(_following(notebook))  # boots while this notebook runs
+                watchdog.watch_folder(kernel.workdir, KERNEL_FOLDER_BYTES)
+            if self.warm and more:  # the next kernel boots while this notebook runs
+                self.prestart(_guess_next(self._last, notebook))
+            self._last = notebook
             client = self._client(nb, kernel, watchdog, deadline, cell_timeout)
             status, detail = self._run(client, watchdog, timeout, cell_timeout, memory_bytes)
         except Exception as err:  # kernel failed to start, or was killed while starting
@@ -459,10 +462,10 @@ class KernelRunner:
         return "ok", ""
 
 
-def _following(notebook: str | None) -> str | None:
-    from autograder.jail import following
+def _guess_next(previous: str | None, current: str | None) -> str | None:
+    from autograder.jail import guess_next
 
-    return following(notebook) if notebook else None
+    return guess_next(previous, current) if current else None
 
 
 def execute(nb: NotebookNode, jail: Jail | None = None, **limits: Any) -> Execution:

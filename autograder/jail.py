@@ -99,8 +99,8 @@ class Jail:
     course: Path | None = None  # attention_course: mounted as LIB/attention_course
     data: Path | None = None  # the tiny Shakespeare file: DATA/<its name>
     scratch_bytes: int = 64 * 2**20
-    file_bytes: int = 256 * 2**20  # RLIMIT_FSIZE: no file larger (scratch or shared)
-    shared_bytes: int = 320 * 2**20  # the host kills a jail whose shared folder grows past it
+    file_bytes: int = 64 * 2**20  # RLIMIT_FSIZE: no file larger (scratch or shared)
+    shared_bytes: int = 96 * 2**20  # a probe jail is killed when its shared folder grows past
     processes: int = 1024  # RLIMIT_NPROC: processes and threads of the jailed uid
     host_uid: int = NOBODY  # used when the grader runs as root
     extra_env: dict[str, str] = field(default_factory=dict)
@@ -351,11 +351,21 @@ def hidden_helpers(notebook: str | None) -> list[str]:
 
 
 def following(notebook: str | None) -> str | None:
-    """The course notebook graded after `notebook` (the first after the last): the one a
-    jail started ahead of need is prepared for."""
+    """The course notebook after `notebook` (the first after the last, or with None)."""
     from autograder.contract import CONTRACT
 
     order = list(CONTRACT)
     if notebook not in order:
         return order[0] if order else None
     return order[(order.index(notebook) + 1) % len(order)]
+
+
+def guess_next(previous: str | None, current: str | None) -> str | None:
+    """The notebook a jail started ahead of need is made for: the course's next one while
+    notebooks come in course order (whole submissions), else `current` again (a class that
+    hands in one assignment)."""
+    if current is None:
+        return following(None)
+    if previous is None or following(previous) == current:
+        return following(current)
+    return current

@@ -121,6 +121,7 @@ class Sandbox:
         self._ctx = multiprocessing.get_context("forkserver")
         self._current: Any = None  # forked child, or jailed server
         self._spare: ProbeServer | None = None
+        self._last: str | None = None  # the notebook begun before
 
     # ---- servers ---------------------------------------------------------------------------
 
@@ -146,7 +147,7 @@ class Sandbox:
         """A fresh jailed server for `notebook` (one student's), and the next one prepared."""
         if self.jail is None:
             return
-        from autograder.jail import following
+        from autograder.jail import guess_next
 
         self.end()
         spare, self._spare = self._spare, None
@@ -155,7 +156,8 @@ class Sandbox:
             spare = None
         self.scratch.mkdir(parents=True, exist_ok=True)
         self._current = spare or ProbeServer(self.jail, notebook, self.scratch)
-        self._prepare(following(notebook))
+        self._prepare(guess_next(self._last, notebook))
+        self._last = notebook
 
     def end(self) -> None:
         """Kill the current jailed server and everything in its jail."""
@@ -244,7 +246,7 @@ class Sandbox:
     ) -> ProbeOutcome:
         stage = read_text(folder, "progress")
         stopped_in = stage.split(":", 1)[1] if stage.startswith("answer:") else None
-        if not timed_out and exitcode == 0:
+        if not timed_out and exitcode == 0 and stage == "write":
             record = read_json(folder, "origin.json")
             imported = _imported(record)
             try:
