@@ -172,8 +172,10 @@ class Jail:
         *,
         hidden: Iterable[str] = (),
         env: dict[str, str] | None = None,
+        probes: bool = False,
     ) -> Launch:
-        """`argv` jailed, with `shared` read-write and the course helpers `hidden` left out.
+        """`argv` jailed, with `shared` read-write, the modules `hidden` left out of the course
+        helpers (and of the probe package, mounted only with `probes`).
 
         The caller passes `pass_fds` to Popen and calls `close()` afterwards.
         """
@@ -206,7 +208,8 @@ class Jail:
             "--core=0",
             "--",
         ]
-        cmd = [*limits, self.bwrap, *head, *self._namespaces(), *self._mounts(shared, hidden)]
+        mounts = self._mounts(shared, set(_module_files(hidden)), probes)
+        cmd = [*limits, self.bwrap, *head, *self._namespaces(), *mounts]
         for key, value in (env if env is not None else self.environment()).items():
             cmd += ["--setenv", key, value]
         cmd += ["--chdir", SCRATCH, "--", *tail, *argv]
@@ -232,7 +235,7 @@ class Jail:
             "--clearenv",
         ]
 
-    def _mounts(self, shared: Path, hidden: Iterable[str]) -> list[str]:
+    def _mounts(self, shared: Path, hidden: set[str], probes: bool) -> list[str]:
         binds: list[tuple[str, str, str]] = []  # (option, source, destination)
         for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
             if os.path.islink(top):
@@ -245,9 +248,10 @@ class Jail:
                 binds.append(("--ro-bind", f"/etc/{name}", f"/etc/{name}"))
         for path in dict.fromkeys([self.python_prefix, self.venv]):
             binds.append(("--ro-bind", str(path), str(path)))
-        binds.append(("--ro-bind", str(self.probe), f"{LIB}/{PROBE_PACKAGE}"))
+        if probes:
+            binds += _package_binds(self.probe, f"{LIB}/{PROBE_PACKAGE}", hidden)
         if self.course is not None:
-            binds += _course_binds(self.course, set(_module_files(hidden)))
+            binds += _package_binds(self.course, f"{LIB}/attention_course", hidden)
         if self.data is not None:
             binds.append(("--ro-bind", str(self.data), f"{DATA}/{self.data.name}"))
         binds.append(("--bind", str(shared), str(shared)))
@@ -280,15 +284,15 @@ def _module_files(hidden: Iterable[str]) -> list[str]:
     return names
 
 
-def _course_binds(course: Path, hidden: set[str]) -> list[tuple[str, str, str]]:
-    """One read-only bind per module of the helpers: hidden ones (and bytecode) never appear."""
+def _package_binds(package: Path, dest: str, hidden: set[str]) -> list[tuple[str, str, str]]:
+    """One read-only bind per module of a package: hidden ones (and bytecode) never appear."""
     binds = []
-    for entry in sorted(course.iterdir()):
+    for entry in sorted(package.iterdir()):
         if entry.name in hidden or entry.name == "__pycache__" or entry.name.startswith("."):
             continue
         if entry.is_symlink() or not (entry.is_file() or entry.is_dir()):
             continue
-        binds.append(("--ro-bind", str(entry), f"{LIB}/attention_course/{entry.name}"))
+        binds.append(("--ro-bind", str(entry), f"{dest}/{entry.name}"))
     return binds
 
 
@@ -336,18 +340,26 @@ def user_namespace(uid: int, timeout: float = 10.0) -> int:
 
 
 def hidden_helpers(notebook: str | None) -> list[str]:
-    """Course-helper modules that give `notebook`'s answers away (hidden from its jails).
+    """Modules that give `notebook`'s answers away, hidden from its jails: the course helpers
+    `autograder.staging.hidden_helpers` names, and the probe modules that the probe
+    package's `REVEALS` (module file -> last notebook whose answers it holds) marks.
 
-    The list comes from `autograder.staging`; without that module (or without a notebook)
-    nothing is hidden.
+    Without autograder.staging (or without a notebook) no helper is hidden.
     """
     if not notebook:
         return []
+    hidden: list[str] = []
     try:
         from autograder import staging  # type: ignore[attr-defined]
     except ImportError:
-        return []
-    return list(staging.hidden_helpers(notebook))
+        staging = None
+    if staging is not None:
+        hidden += list(staging.hidden_helpers(notebook))
+    from autograder import probe
+
+    reveals: dict[str, str] = getattr(probe, "REVEALS", {})
+    hidden += [module for module, last in reveals.items() if notebook[:2] <= last[:2]]
+    return hidden
 
 
 def following(notebook: str | None) -> str | None:

@@ -289,7 +289,8 @@ class ProbeServer:
         argv = [jail.python, "-s", "-P", "-m", f"{PROBE_PACKAGE}.child"]
         argv += [SCRATCH, str(jail.file_bytes)]
         env = jail.environment(MPLBACKEND="Agg")
-        launch = jail.launch(argv, self.folder, hidden=hidden_helpers(notebook), env=env)
+        hidden = hidden_helpers(notebook)
+        launch = jail.launch(argv, self.folder, hidden=hidden, env=env, probes=True)
         try:
             self.proc = subprocess.Popen(
                 launch.argv,
