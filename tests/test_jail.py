@@ -14,6 +14,7 @@ import os
 import secrets
 import socket
 import subprocess
+import sys
 import sysconfig
 import textwrap
 import time
@@ -365,3 +366,66 @@ def test_missing_bwrap_is_one_line_with_the_install_command(monkeypatch: Any) ->
     with pytest.raises(JailUnavailable) as err:
         require_bwrap()
     assert "\n" not in str(err.value) and "install_bwrap.sh" in str(err.value)
+
+
+# ---- the jail's own bounds: hidden modules, the process limit -----------------------------
+
+
+def jailed_python(jail: Jail, code: str, tmp_path: Path, hidden: list[str]) -> str:
+    launch = jail.launch([jail.python, "-c", code], tmp_path, hidden=hidden, probes=True)
+    try:
+        done = subprocess.run(
+            launch.argv, pass_fds=launch.pass_fds, capture_output=True, text=True, timeout=60
+        )
+    finally:
+        launch.close()
+    return done.stdout.strip()
+
+
+def test_hidden_helpers_are_absent_and_the_rest_imports(tmp_path: Path, monkeypatch: Any) -> None:
+    import types
+
+    import autograder.probe
+    from autograder.jail import hidden_helpers
+
+    staging = types.ModuleType("autograder.staging")
+    staging.hidden_helpers = lambda nb: ["attention_course/charmodel.py"] if nb < "06" else []
+    monkeypatch.setitem(sys.modules, "autograder.staging", staging)
+    monkeypatch.setattr(autograder.probe, "REVEALS", {"modules.py": "05_the_head.ipynb"}, False)
+    hidden = hidden_helpers("05_the_head.ipynb")
+    assert hidden_helpers("06_experiments.ipynb") == []
+    code = (
+        "import importlib\n"
+        "for name in ('attention_course.charmodel', 'attention_course.plots',"
+        " 'gradeprobe.modules', 'gradeprobe.nb05'):\n"
+        "    try:\n"
+        "        importlib.import_module(name)\n"
+        "        print(name, 'there')\n"
+        "    except ImportError:\n"
+        "        print(name, 'absent')\n"
+    )
+    assert jailed_python(Jail.from_settings(), code, tmp_path, hidden).splitlines() == [
+        "attention_course.charmodel absent",
+        "attention_course.plots there",
+        "gradeprobe.modules absent",
+        "gradeprobe.nb05 there",
+    ]
+
+
+def test_a_fork_bomb_stops_at_the_process_limit(tmp_path: Path) -> None:
+    import dataclasses
+
+    jail = dataclasses.replace(Jail.from_settings(), processes=40)
+    code = (
+        "import subprocess\n"
+        "procs = []\n"
+        "try:\n"
+        "    while len(procs) < 400:\n"
+        "        procs.append(subprocess.Popen(['sleep', '30']))\n"
+        "except OSError:\n"
+        "    pass\n"
+        "print(len(procs))\n"
+        "for p in procs:\n"
+        "    p.kill()\n"
+    )
+    assert 0 < int(jailed_python(jail, code, tmp_path, [])) < 40
