@@ -32,6 +32,7 @@ from queue import Empty
 from typing import TYPE_CHECKING, Any
 
 import psutil
+from jupyter_client.manager import AsyncKernelManager
 from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat import NotebookNode
@@ -222,23 +223,18 @@ def kernel_env() -> dict[str, str]:
 PRELOAD = "import torch\nimport matplotlib.pyplot"  # what every course notebook imports first
 
 
-def _manager_class() -> type:
-    from jupyter_client.manager import AsyncKernelManager
+class JailedKernelManager(AsyncKernelManager):
+    """A kernel manager whose kernel command runs inside `launch` (a bwrap prefix)."""
 
-    class JailedKernelManager(AsyncKernelManager):
-        """A kernel manager whose kernel command runs inside `launch` (a bwrap prefix)."""
+    launch: Launch | None = None
+    jail: Jail | None = None
 
-        launch: Launch | None = None
-        jail: Jail | None = None
-
-        def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
-            cmd = super().format_kernel_cmd(extra_arguments)
-            if self.launch is None or self.jail is None:
-                return cmd
-            self.jail.give(Path(self.connection_file))  # the jailed uid reads it
-            return [*self.launch.argv, *cmd]
-
-    return JailedKernelManager
+    def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
+        cmd = super().format_kernel_cmd(extra_arguments)
+        if self.launch is None or self.jail is None:
+            return cmd
+        self.jail.give(Path(self.connection_file))  # the jailed uid reads it
+        return [*self.launch.argv, *cmd]
 
 
 @dataclass
@@ -281,12 +277,10 @@ class KernelRunner:
         """A kernel manager and the keyword arguments of its start."""
         kw: dict[str, Any] = {"cwd": str(workdir)}
         if self.jail is None:
-            from jupyter_client.manager import AsyncKernelManager
-
             return AsyncKernelManager(kernel_name="python3"), {**kw, "env": kernel_env()}
         from autograder.jail import hidden_helpers
 
-        km = _manager_class()(
+        km = JailedKernelManager(
             kernel_name="python3",
             transport="ipc",
             ip=str(workdir / "k"),
@@ -339,7 +333,10 @@ class KernelRunner:
                 client.kc.stop_channels()
             if kernel.km is not None:
                 if kernel.pid:  # the whole tree: a jail's PID namespace ends with bwrap
-                    kill_tree(psutil.Process(kernel.pid))
+                    try:
+                        kill_tree(psutil.Process(kernel.pid))
+                    except psutil.Error:
+                        pass
                 try:
                     await kernel.km.shutdown_kernel(now=True)
                 except Exception:

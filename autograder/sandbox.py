@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from autograder.probe.child import GUARD_EXIT, TIMEOUT_EXIT
+from autograder.probe.child import GUARD_EXIT, PROBES, TIMEOUT_EXIT
 from autograder.probe.observed import (
     RESULT_LIMIT,
     read_json,
@@ -41,16 +41,15 @@ from autograder.probe.observed import (
     write_observed,
 )
 
-PRELOAD = [
+PRELOAD = [  # what the unjailed forkserver imports once
     "torch",
     "numpy",
     "matplotlib.pyplot",
-    "autograder.checks",
-    "autograder.probe.child",
-    "autograder.probe.plain",
     "IPython.core.inputtransformer2",
     "psutil",
     "attention_course.plots",
+    "autograder.probe.child",
+    *(f"autograder.probe.{name}" for name in PROBES),
 ]
 START_TIMEOUT = 120.0  # seconds a jailed probe server may take to import torch
 REPLY_MARGIN = 5.0  # seconds past the cell timeout before the host kills a silent jail
@@ -142,6 +141,21 @@ class Sandbox:
         if self._spare is None and notebook:
             self.scratch.mkdir(parents=True, exist_ok=True)
             self._spare = ProbeServer(self.jail, notebook, self.scratch)
+
+    def prepare(self, notebook: str) -> None:
+        """Start the next jailed server for `notebook` now (replacing one made for another):
+        a caller that knows which notebook comes next says so."""
+        if self.jail is None:
+            return
+        if self._spare is not None and self._spare.notebook != notebook:
+            self._spare.kill()
+            self._spare = None
+        self._prepare(notebook)
+
+    def wait_ready(self, timeout: float = START_TIMEOUT) -> bool:
+        """Wait until the prepared server has imported what it needs (False: it failed)."""
+        spare = self._spare
+        return spare is None or spare.wait_ready(time.monotonic() + timeout)
 
     def begin(self, notebook: str) -> None:
         """A fresh jailed server for `notebook` (one student's), and the next one prepared."""
@@ -306,14 +320,17 @@ class ProbeServer:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
+    def wait_ready(self, deadline: float) -> bool:
+        if not self._ready:
+            self._ready = self._readline(deadline) == b"ready"
+        return self._ready
+
     def request(self, folder: Path, timeout: float) -> int | None:
         """The child's exit code, or None when the server failed (then it is killed)."""
         self.overran = False
-        if not self._ready:
-            self._ready = self._readline(time.monotonic() + START_TIMEOUT) == b"ready"
-            if not self._ready:
-                self.kill()
-                return None
+        if not self.wait_ready(time.monotonic() + START_TIMEOUT):
+            self.kill()
+            return None
         line = json.dumps({"folder": str(folder), "timeout": timeout}).encode() + b"\n"
         try:
             assert self.proc.stdin is not None

@@ -60,6 +60,8 @@ def with_tail(gid: str, code: str) -> dict[str, str]:
 
 
 def test_a_cell_that_hangs_ignoring_sigint_costs_only_its_own_points(sandbox: Sandbox) -> None:
+    sandbox.prepare(NOTEBOOK)
+    assert sandbox.wait_ready()  # the time below is the probes', not a server's start
     start = time.monotonic()
     got = scores(sandbox, with_tail(IDS[0], hostile.ENDLESS))
     assert got == {**full(), IDS[0]: 0.0}
