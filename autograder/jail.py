@@ -216,9 +216,14 @@ class Jail:
         return Launch(cmd, fds)
 
     def give(self, path: Path) -> None:
-        """Let the jailed uid read and write `path` (a file the host made for the jail)."""
+        """Let the jailed uid read and write `path` (made by the host before the jail runs)."""
         if os.geteuid() == 0:
-            os.chown(path, self.host_uid, self.host_uid)
+            os.chown(path, self.host_uid, self.host_uid, follow_symlinks=False)
+
+    def give_fd(self, fd: int) -> None:
+        """`give` for an open file or folder (no path to redirect)."""
+        if os.geteuid() == 0:
+            os.fchown(fd, self.host_uid, self.host_uid)
 
     @staticmethod
     def _namespaces() -> list[str]:

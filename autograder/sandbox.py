@@ -99,12 +99,41 @@ def job_file(job: ProbeJob, timeout: float, memory: int) -> dict[str, Any]:
     }
 
 
-def _write_new(folder: Path, name: str, data: bytes) -> None:
+def _write_new(folder: Path, name: str, data: bytes, dir_fd: int | None = None) -> None:
     """Create folder/name (never through a link, never over an existing file)."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-    fd = os.open(folder / name, flags, 0o644)
+    if dir_fd is None:
+        fd = os.open(folder / name, flags, 0o644)
+    else:
+        fd = os.open(name, flags, 0o644, dir_fd=dir_fd)
     with os.fdopen(fd, "wb") as f:
         f.write(data)
+
+
+def _job_folder(parent: Path, files: dict[str, bytes], owner: Any) -> Path:
+    """A new folder in `parent` holding `files`, then handed to the jailed uid; every step
+    through file descriptors, so that nothing planted in `parent` redirects a write."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    parent_fd = os.open(parent, flags)
+    try:
+        for _ in range(100):
+            name = f"p{os.urandom(8).hex()}"
+            try:
+                os.mkdir(name, 0o700, dir_fd=parent_fd)
+                break
+            except FileExistsError:
+                continue
+        fd = os.open(name, flags, dir_fd=parent_fd)
+    finally:
+        os.close(parent_fd)
+    try:
+        for file_name, data in files.items():
+            _write_new(parent, file_name, data, dir_fd=fd)
+        if owner is not None:
+            owner.give_fd(fd)
+    finally:
+        os.close(fd)
+    return parent / name
 
 
 class Sandbox:
@@ -217,11 +246,9 @@ class Sandbox:
         if not isinstance(server, ProbeServer) or server.notebook != job.notebook:
             self.begin(job.notebook)
             server = self._current
-        folder = Path(tempfile.mkdtemp(prefix="p", dir=server.folder))
+        files = {"job.json": payload, "cases.pkl": blob}
+        folder = _job_folder(server.folder, files, self.jail)
         try:
-            _write_new(folder, "job.json", payload)
-            _write_new(folder, "cases.pkl", blob)
-            self.jail.give(folder)
             start = time.monotonic()
             exitcode = server.request(folder, self.cell_timeout)
             seconds = time.monotonic() - start
