@@ -114,12 +114,13 @@ class Jail:
         processes: int = 1024,
     ) -> Jail:
         """The jail for this installation: this Python, its venv, the project's helpers and
-        probes, and the data set ($TINYSHAKESPEARE unless given). Raises JailUnavailable."""
+        probes, and the data set (given, else $TINYSHAKESPEARE, else the project's
+        data/tinyshakespeare.txt when present). Raises JailUnavailable."""
         from autograder.paths import ROOT
 
         bwrap = require_bwrap()
-        if data is None and os.environ.get("TINYSHAKESPEARE"):
-            data = os.environ["TINYSHAKESPEARE"]
+        if data is None:
+            data = os.environ.get("TINYSHAKESPEARE") or ROOT / "data" / "tinyshakespeare.txt"
         data_path = Path(data).resolve() if data else None
         if data_path is not None and not data_path.is_file():
             data_path = None
