@@ -1,12 +1,17 @@
 """Execute a rebuilt notebook in a Jupyter kernel, within time, memory and output bounds.
 
-A `KernelRunner` gives every notebook a fresh kernel, started ahead of its turn. nbclient runs
-the cells (errors allowed, as nbgrader does) with a per-cell timeout. A watchdog thread
-enforces the per-notebook deadline and the memory bound: it kills the kernel's process group
-(jupyter_client starts every kernel in its own session) and every process below it, which also
-stops a loop that ignores SIGINT. Stored output is capped per cell, so a cell that prints
-100 MB costs neither memory nor a huge notebook. The outcome is a status: `ok` (ran to the
-end), `timeout` or `error` (the kernel died: os._exit, killed for memory, failed to start).
+A `KernelRunner` gives every notebook a fresh kernel, started ahead of its turn. With a
+`Jail` the kernel runs inside bubblewrap (see `autograder.jail`): it talks to the grader over
+Unix sockets in a folder shared with the jail (ipc transport; no network crosses), sees only
+what the jail shows, and cannot outlive its notebook (killing bwrap ends its PID namespace).
+Without one (`jail=None`, the grader's explicit `--no-jail`) it runs as the grader's child.
+
+nbclient runs the cells (errors allowed, as nbgrader does) with a per-cell timeout. A watchdog
+thread enforces the per-notebook deadline, the memory bound and the size of the shared
+folder: it kills the kernel's process group and every process below it (bwrap included),
+which also stops a loop that ignores SIGINT. Stored output is capped per cell, so a cell that
+prints 100 MB costs neither memory nor a huge notebook. The outcome is a status: `ok` (ran to
+the end), `timeout` or `error` (the kernel died: os._exit, killed for memory, failed to start).
 """
 
 from __future__ import annotations
@@ -24,16 +29,21 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from queue import Empty
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psutil
+from jupyter_client.manager import AsyncKernelManager
 from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat import NotebookNode
 from nbformat.v4 import new_output
 
+if TYPE_CHECKING:
+    from autograder.jail import Jail, Launch
+
 KERNEL_ARGS = ["--InteractiveShell.xmode=Minimal"]
 OUTPUT_CAP = 256 * 1024  # characters of output kept per cell
+KERNEL_FOLDER_BYTES = 4 * 2**20  # a jailed kernel's shared folder holds sockets, nothing more
 
 
 @dataclass
@@ -55,8 +65,13 @@ class Watchdog(threading.Thread):
         self.interval = interval
         self.reason: str | None = None
         self.peak = 0
+        self.folder: Path | None = None  # shared with a jail: bounded to folder_bytes
+        self.folder_bytes = 0
         self._proc: psutil.Process | None = None
         self._stop_event = threading.Event()
+
+    def watch_folder(self, folder: Path, limit: int) -> None:
+        self.folder, self.folder_bytes = folder, limit
 
     def attach(self, pid: int | None) -> None:
         try:
@@ -81,6 +96,10 @@ class Watchdog(threading.Thread):
                 self.reason = "memory"
                 self.kill()
                 return
+            if self.folder is not None and folder_size(self.folder) > self.folder_bytes:
+                self.reason = "disk"
+                self.kill()
+                return
 
     def kill(self) -> None:
         if self._proc is not None:
@@ -101,6 +120,29 @@ def tree_rss(root: psutil.Process) -> int:
             total += p.memory_info().rss
         except psutil.Error:
             pass
+    return total
+
+
+def folder_size(folder: Path, max_entries: int = 10_000) -> int:
+    """Bytes under `folder` (not following links); a flood of entries counts as too big."""
+    total, seen = 0, 0
+    stack = [str(folder)]
+    while stack:
+        try:
+            entries = list(os.scandir(stack.pop()))
+        except OSError:
+            continue
+        for entry in entries:
+            seen += 1
+            if seen > max_entries:
+                return 2**62
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+                else:
+                    total += entry.stat(follow_symlinks=False).st_blocks * 512
+            except OSError:
+                pass
     return total
 
 
@@ -165,10 +207,11 @@ INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
 
 
 def kernel_env() -> dict[str, str]:
-    """The kernel's environment: nbgrader's marker and a headless matplotlib backend.
+    """The environment of an unjailed kernel: nbgrader's marker and a headless backend.
 
     The inline backend is as headless as Agg and, unlike Agg, turns each figure into a PNG
-    output, so the feedback page shows the student's plots.
+    output, so the feedback page shows the student's plots. (A jailed kernel gets
+    `Jail.environment()` instead: nothing of the grader's.)
     """
     env = dict(os.environ)
     env["NBGRADER_EXECUTION"] = "autograde"
@@ -180,10 +223,25 @@ def kernel_env() -> dict[str, str]:
 PRELOAD = "import torch\nimport matplotlib.pyplot"  # what every course notebook imports first
 
 
+class JailedKernelManager(AsyncKernelManager):
+    """A kernel manager whose kernel command runs inside `launch` (a bwrap prefix)."""
+
+    launch: Launch | None = None
+    jail: Jail | None = None
+
+    def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
+        cmd = super().format_kernel_cmd(extra_arguments)
+        if self.launch is None or self.jail is None:
+            return cmd
+        self.jail.give(Path(self.connection_file))  # the jailed uid reads it
+        return [*self.launch.argv, *cmd]
+
+
 @dataclass
 class Kernel:
     km: Any
     workdir: Path
+    notebook: str | None = None
     error: str = ""
 
     @property
@@ -196,59 +254,89 @@ class KernelRunner:
 
     While one notebook runs, the next kernel boots and imports torch and matplotlib (what
     every course notebook's setup cell does first), so a class does not wait ~2-3 s per
-    notebook for Python and torch. Every kernel runs exactly one notebook, in its own working
-    folder, and is killed afterwards. All kernel I/O runs on one event loop in a thread.
+    notebook for Python and torch. Every kernel runs exactly one notebook, in its own folder,
+    and is killed afterwards. A jailed kernel is made for one notebook (its hidden helpers);
+    the one started ahead is made for the course's next notebook, and replaced when another
+    comes. All kernel I/O runs on one event loop in a thread.
     """
 
-    def __init__(self, warm: bool = True, preload: str = PRELOAD) -> None:
-        self.warm, self.preload = warm, preload
+    def __init__(self, jail: Jail | None = None, warm: bool = True, preload: str = PRELOAD) -> None:
+        self.jail, self.warm, self.preload = jail, warm, preload
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._thread.start()
         self._spare: concurrent.futures.Future | None = None
+        self._last: str | None = None  # the notebook run before
         if warm:
             self.prestart()
 
     def _call(self, coro: Any, timeout: float | None = None) -> Any:
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout)
 
-    async def _start(self) -> Kernel:
-        from jupyter_client.manager import AsyncKernelManager
+    def _manager(self, workdir: Path, notebook: str | None) -> tuple[Any, dict[str, Any]]:
+        """A kernel manager and the keyword arguments of its start."""
+        kw: dict[str, Any] = {"cwd": str(workdir)}
+        if self.jail is None:
+            return AsyncKernelManager(kernel_name="python3"), {**kw, "env": kernel_env()}
+        from autograder.jail import hidden_helpers
 
+        km = JailedKernelManager(
+            kernel_name="python3",
+            transport="ipc",
+            ip=str(workdir / "k"),
+            connection_file=str(workdir / "kernel.json"),
+        )
+        km.jail = self.jail
+        km.launch = self.jail.launch([], workdir, hidden=hidden_helpers(notebook))
+        return km, {**kw, "env": {}, "pass_fds": km.launch.pass_fds}
+
+    async def _start(self, notebook: str | None = None) -> Kernel:
         workdir = Path(tempfile.mkdtemp(prefix="kernel-"))
-        km = AsyncKernelManager(kernel_name="python3")
+        km: Any = None
         try:
-            await km.start_kernel(
-                extra_arguments=[*KERNEL_ARGS, "--HistoryManager.hist_file=:memory:"],
-                env=kernel_env(),
-                cwd=str(workdir),
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
+            km, kw = self._manager(workdir, notebook)
+            try:
+                await km.start_kernel(
+                    extra_arguments=[*KERNEL_ARGS, "--HistoryManager.hist_file=:memory:"],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                    **kw,
+                )
+            finally:
+                if getattr(km, "launch", None) is not None:
+                    km.launch.close()
             if self.warm and self.preload:
-                kc = km.client()
-                kc.start_channels()
-                try:
-                    await kc.wait_for_ready(timeout=60)
-                    msg_id = kc.execute(self.preload, silent=True, store_history=False)
-                    reply: dict[str, Any] = {}
-                    while reply.get("parent_header", {}).get("msg_id") != msg_id:
-                        try:
-                            reply = await kc.get_shell_msg(timeout=60)
-                        except Empty:  # still importing or reply lost: the notebook waits
-                            break
-                finally:
-                    kc.stop_channels()
+                await self._preload(km)
         except Exception as err:  # reported by the notebook that gets this kernel
             await self._stop(Kernel(km, workdir))
-            return Kernel(None, workdir, f"{type(err).__name__}: {str(err)[:200]}")
-        return Kernel(km, workdir)
+            return Kernel(None, workdir, notebook, f"{type(err).__name__}: {str(err)[:200]}")
+        return Kernel(km, workdir, notebook)
+
+    async def _preload(self, km: Any) -> None:
+        kc = km.client()
+        kc.start_channels()
+        try:
+            await kc.wait_for_ready(timeout=60)
+            msg_id = kc.execute(self.preload, silent=True, store_history=False)
+            reply: dict[str, Any] = {}
+            while reply.get("parent_header", {}).get("msg_id") != msg_id:
+                try:
+                    reply = await kc.get_shell_msg(timeout=60)
+                except Empty:  # still importing or reply lost: the notebook waits
+                    break
+        finally:
+            kc.stop_channels()
 
     async def _stop(self, kernel: Kernel, client: Any = None) -> None:
         try:
             if client is not None and client.kc is not None:
                 client.kc.stop_channels()
             if kernel.km is not None:
+                if kernel.pid:  # the whole tree: a jail's PID namespace ends with bwrap
+                    try:
+                        kill_tree(psutil.Process(kernel.pid))
+                    except psutil.Error:
+                        pass
                 try:
                     await kernel.km.shutdown_kernel(now=True)
                 except Exception:
@@ -257,17 +345,18 @@ class KernelRunner:
             pass
         shutil.rmtree(kernel.workdir, ignore_errors=True)
 
-    def prestart(self) -> None:
+    def prestart(self, notebook: str | None = None) -> None:
         if self._spare is None:
-            self._spare = asyncio.run_coroutine_threadsafe(self._start(), self._loop)
+            self._spare = asyncio.run_coroutine_threadsafe(self._start(notebook), self._loop)
 
-    def _take(self) -> Kernel:
+    def _take(self, notebook: str | None) -> Kernel:
         spare, self._spare = self._spare, None
-        kernel = spare.result() if spare is not None else self._call(self._start())
+        kernel = spare.result() if spare is not None else self._call(self._start(notebook))
         alive = kernel.km is not None and self._call(kernel.km.is_alive())
-        if not alive:  # died while it waited: start one now
+        wrong = self.jail is not None and kernel.notebook != notebook
+        if not alive or wrong:  # died while it waited, or made for another notebook
             self._call(self._stop(kernel))
-            kernel = self._call(self._start())
+            kernel = self._call(self._start(notebook))
         if kernel.km is None:
             raise RuntimeError(f"the kernel failed to start ({kernel.error})")
         return kernel
@@ -295,47 +384,31 @@ class KernelRunner:
         memory_bytes: int,
         on_kernel: Any = None,
         more: bool = True,
+        notebook: str | None = None,
     ) -> Execution:
-        """Run every cell of `nb` (in place) and say how it went; `more`: another notebook
-        follows, so start its kernel now."""
+        """Run every cell of `nb` (in place) and say how it went. `more`: another notebook
+        follows, so start its kernel now; `notebook`: the course notebook `nb` is (a jailed
+        kernel hides the helpers that give its answers away)."""
         start = time.monotonic()
         deadline = start + timeout
         watchdog = Watchdog(deadline, memory_bytes)
-
-        def cell_limit(cell: NotebookNode) -> int:
-            return max(1, int(min(cell_timeout, deadline - time.monotonic()) + 0.999))
-
         if on_kernel is not None:
             on_kernel(watchdog)
         watchdog.start()
-        status, detail = "ok", ""
         kernel, client = None, None
-        waited = 0.0
         try:
-            kernel = self._take()
+            kernel = self._take(notebook)
             waited = time.monotonic() - start
             watchdog.attach(kernel.pid)
-            if self.warm and more:
-                self.prestart()  # the next notebook's kernel boots while this one runs
-            client = GradingClient(
-                nb,
-                watchdog,
-                km=kernel.km,
-                timeout_func=cell_limit,
-                allow_errors=True,
-                shutdown_kernel="immediate",
-                startup_timeout=60,
-                iopub_timeout=4,
-            )
-            client.log = _quiet_log()
-            self._call(client.async_execute())
-        except CellTimeoutError:
-            status, detail = "timeout", f"a cell ran longer than {cell_timeout:g} s"
-            if time.monotonic() >= deadline - 1:
-                detail = f"the notebook ran longer than {timeout:g} s"
-        except DeadKernelError:
-            status, detail = _died(watchdog, timeout, memory_bytes)
+            if self.jail is not None:
+                watchdog.watch_folder(kernel.workdir, KERNEL_FOLDER_BYTES)
+            if self.warm and more:  # the next kernel boots while this notebook runs
+                self.prestart(_guess_next(self._last, notebook))
+            self._last = notebook
+            client = self._client(nb, kernel, watchdog, deadline, cell_timeout)
+            status, detail = self._run(client, watchdog, timeout, cell_timeout, memory_bytes)
         except Exception as err:  # kernel failed to start, or was killed while starting
+            waited = time.monotonic() - start
             status, detail = _died(watchdog, timeout, memory_bytes)
             if watchdog.reason is None:
                 detail = f"the kernel failed: {type(err).__name__}: {str(err)[:200]}"
@@ -348,10 +421,53 @@ class KernelRunner:
             status, detail = "timeout", f"the notebook ran longer than {timeout:g} s"
         return Execution(nb, status, detail, time.monotonic() - start, waited)
 
+    def _client(
+        self, nb: NotebookNode, kernel: Kernel, watchdog: Watchdog, deadline: float, cell: float
+    ) -> GradingClient:
+        def cell_limit(_: NotebookNode) -> int:
+            return max(1, int(min(cell, deadline - time.monotonic()) + 0.999))
 
-def execute(nb: NotebookNode, **limits: Any) -> Execution:
+        client = GradingClient(
+            nb,
+            watchdog,
+            km=kernel.km,
+            timeout_func=cell_limit,
+            allow_errors=True,
+            shutdown_kernel="immediate",
+            startup_timeout=60,
+            iopub_timeout=4,
+        )
+        client.log = _quiet_log()
+        return client
+
+    def _run(
+        self,
+        client: GradingClient,
+        watchdog: Watchdog,
+        timeout: float,
+        cell_timeout: float,
+        memory_bytes: int,
+    ) -> tuple[str, str]:
+        try:
+            self._call(client.async_execute())
+        except CellTimeoutError:
+            if time.monotonic() >= watchdog.deadline - 1:
+                return "timeout", f"the notebook ran longer than {timeout:g} s"
+            return "timeout", f"a cell ran longer than {cell_timeout:g} s"
+        except DeadKernelError:
+            return _died(watchdog, timeout, memory_bytes)
+        return "ok", ""
+
+
+def _guess_next(previous: str | None, current: str | None) -> str | None:
+    from autograder.jail import guess_next
+
+    return guess_next(previous, current) if current else None
+
+
+def execute(nb: NotebookNode, jail: Jail | None = None, **limits: Any) -> Execution:
     """Run `nb` once in a fresh kernel (no kernel started ahead)."""
-    runner = KernelRunner(warm=False)
+    runner = KernelRunner(jail, warm=False)
     try:
         return runner.execute(nb, **limits)
     finally:
@@ -364,6 +480,8 @@ def _died(watchdog: Watchdog, timeout: float, memory_bytes: int) -> tuple[str, s
     if watchdog.reason == "memory":
         mib = memory_bytes // 2**20
         return "error", f"the kernel was stopped for using more than {mib} MiB of memory"
+    if watchdog.reason == "disk":
+        return "error", "the kernel was stopped for writing too much into the grader's folder"
     return "error", "the kernel died (os._exit, a crash, or killed by the system)"
 
 

@@ -58,6 +58,7 @@ class Options:
     cell_timeout: float = 120.0
     memory_mb: int = 4096
     progress: bool = True
+    jail: bool = True  # False only when asked (--no-jail): student code then runs unjailed
 
     @property
     def memory_bytes(self) -> int:
@@ -299,8 +300,10 @@ def score_answers(
     """
     import importlib
 
+    from autograder.provenance import screen
     from autograder.sandbox import ProbeJob
 
+    sandbox.begin(master.notebook)  # this notebook's own jail: nothing of another's
     results: dict[str, Any] = {}
     notes: list[str] = []
     skip: set[str] = set()
@@ -324,7 +327,7 @@ def score_answers(
         cells = [(g, answers[g]) for g in order if answers.get(g) is not None]
         try:
             cases = spec.cases()
-            job = ProbeJob(gid, master.spec_module, master.setup, cells, set(skip))
+            job = ProbeJob(gid, master.spec_module, master.setup, cells, set(skip), master.notebook)
             outcome = sandbox.probe(job, cases)
             while outcome.observed is None and outcome.stopped_in not in (None, gid, *skip):
                 skip.add(outcome.stopped_in)
@@ -339,10 +342,14 @@ def score_answers(
                     skip.add(gid)
                 results[gid] = failed(gid, points, outcome.problem)
             else:
-                results[gid] = spec.evaluate(cases, outcome.observed)
+                observed = screen(
+                    outcome.observed, answers[gid], spec.names, outcome.imported, master.setup
+                )
+                results[gid] = spec.evaluate(cases, observed)
         except Exception as err:  # a bug in the checks must not stop the class
             results[gid] = failed(gid, points, f"the grader failed on this cell ({err!r})")
             notes.append(f"{gid}: internal grader error, tell your instructor: {err!r}")
+    sandbox.end()
     return results, notes
 
 
@@ -428,6 +435,7 @@ def run_notebook(
         memory_bytes=options.memory_bytes,
         on_kernel=hooks,
         more=more,
+        notebook=notebook,
     )
     state.update(
         status=run.status,
@@ -562,12 +570,14 @@ def worker_main(conn: Any, options: dict[str, Any]) -> None:  # pragma: no cover
         **{**options, "submissions": Path(options["submissions"]), "out": Path(options["out"])}
     )
     from autograder.execute import KernelRunner
+    from autograder.jail import Jail
     from autograder.sandbox import Sandbox
 
+    jail = Jail.from_settings() if opts.jail else None
     scratch = Path(tempfile.mkdtemp(prefix="autograder-"))
-    sandbox = Sandbox(opts.cell_timeout, opts.memory_bytes, scratch)
+    sandbox = Sandbox(opts.cell_timeout, opts.memory_bytes, scratch, jail)
     sandbox.start()
-    runner = KernelRunner()
+    runner = KernelRunner(jail)
     kernel: dict[str, Any] = {}
     parent = os.getppid()
     lock = threading.Lock()
@@ -620,6 +630,7 @@ def worker_main(conn: Any, options: dict[str, Any]) -> None:  # pragma: no cover
         import multiprocessing.util
 
         runner.close()
+        sandbox.close()
         shutil.rmtree(scratch, ignore_errors=True)
         shutil.rmtree(multiprocessing.util.get_temp_dir(), ignore_errors=True)  # forkserver's
         os._exit(0)  # everything is written; skip tearing down torch and nbgrader (~1 s)
@@ -743,6 +754,7 @@ def run(options: Options, warnings: list[str] | None = None) -> int:
         masters = load_masters()
         if not masters:
             raise InputError("no notebooks in solutions/: nothing to grade against")
+        _check_jail(options, log)
         subs = discover(options.submissions, masters, exclude=out)
         if not subs:
             raise InputError(f"{options.submissions} holds no student folders")
@@ -793,6 +805,19 @@ def run(options: Options, warnings: list[str] | None = None) -> int:
         return 130
     finally:
         log_file.close()
+
+
+def _check_jail(options: Options, log: Any) -> None:
+    """Refuse to run student code unjailed unless asked; say so when asked."""
+    from autograder.jail import JailUnavailable, require_bwrap
+
+    if not options.jail:
+        log("WARNING: student code runs without a jail (--no-jail)")
+        return
+    try:
+        require_bwrap()
+    except JailUnavailable as err:
+        raise InputError(f"{err} (or grade unjailed, at your own risk, with --no-jail)") from err
 
 
 def _preload_finish() -> None:

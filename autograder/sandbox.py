@@ -1,45 +1,59 @@
-"""Run a student's answer cells in a sandboxed child and bring back what they computed.
+"""Run a student's answer cells in a jailed child and bring back what they computed.
 
-Each answer cell gets its own child, forked from a forkserver that imported torch and the
-checks once (cheap forks; the server never runs a torch op). The child starts its own session,
-caps its address space, CPU time and file size, sends its output to /dev/null, runs the
-master's setup cells and the student's answer cells up to the target (each in try/except),
-calls the spec's `probe` on the cases the parent made and writes the observed plain data as
-.npz (arrays) + JSON (the rest). The parent joins with a timeout, kills the child's process
-group when it overruns, and reads the files back with `allow_pickle=False`: nothing the child
-wrote is ever unpickled, and nothing it did can change how the parent judges it.
+With a `Jail`, each notebook gets its own jailed probe server (`autograder/probe/child.py`,
+mounted as `gradeprobe`), started ahead of need so that its torch import overlaps other work:
+`begin(notebook)` takes the one prepared for that notebook (or starts one) and prepares the
+next; `end()` kills it with everything in its jail. Each `probe` writes the job (JSON) and
+the cases (pickled here: trusted data in the safe direction) into a fresh folder of the
+server's shared folder and asks the server for one forked child. The host bounds the wait
+(cell timeout plus a margin, then the whole jail is killed) and the folder's size while it
+waits. References, expected values and judges never enter the jail: only the probe's inputs
+and the probe package do. Results are read back with `probe.observed.read_observed`: no
+links followed, sizes bounded, no pickle.
+
+Without a jail (`--no-jail`) the children are forked from a forkserver that imported torch
+once, as before: their own session, the same rlimits, no other isolation.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import multiprocessing
 import os
 import pickle
+import select
 import shutil
 import signal
+import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+from autograder.probe.child import GUARD_EXIT, PROBES, TIMEOUT_EXIT
+from autograder.probe.observed import (
+    RESULT_LIMIT,
+    read_json,
+    read_observed,
+    read_text,
+    write_observed,
+)
 
-PRELOAD = [
+PRELOAD = [  # what the unjailed forkserver imports once
     "torch",
     "numpy",
     "matplotlib.pyplot",
-    "autograder.checks",
-    "autograder.probe.plain",
-    "autograder.notebook_io",
     "IPython.core.inputtransformer2",
     "psutil",
     "attention_course.plots",
+    "autograder.probe.child",
+    *(f"autograder.probe.{name}" for name in PROBES),
 ]
-ARRAY = "\x00npz"  # JSON marker: {ARRAY: key} stands for the array stored under key in the .npz
-RESULT_LIMIT = 256 * 2**20  # bytes of observed data the parent agrees to read
-_GUARD_EXIT = 70  # exit code of a child stopped by its own guard thread
+START_TIMEOUT = 120.0  # seconds a jailed probe server may take to import torch
+REPLY_MARGIN = 5.0  # seconds past the cell timeout before the host kills a silent jail
+__all__ = ["ProbeJob", "ProbeOutcome", "Sandbox", "read_observed", "write_observed"]
 
 
 @dataclass
@@ -51,6 +65,7 @@ class ProbeJob:
     setup: list[str]
     answers: list[tuple[str, str]]  # (grade_id, source) in notebook order, target last
     skip: set[str] = field(default_factory=set)  # answer cells known to hang or kill the child
+    notebook: str = ""  # the course notebook (its hidden helpers); "" = the spec's
 
 
 @dataclass
@@ -59,51 +74,194 @@ class ProbeOutcome:
     problem: str = ""  # why not, in words a student understands
     stopped_in: str | None = None  # answer cell that was running when the child died or hung
     seconds: float = 0.0
+    imported: dict[str, str] = field(default_factory=dict)  # graded name -> module (runtime)
+
+
+def _spec(job: ProbeJob) -> Any:
+    from autograder.checks import understanding
+
+    specs = [*importlib.import_module(job.spec_module).SPECS, *understanding.SPECS]
+    return next(s for s in specs if s.grade_id == job.target)
+
+
+def job_file(job: ProbeJob, timeout: float, memory: int) -> dict[str, Any]:
+    """The job as the child reads it: plain JSON, nothing of the grader's but names."""
+    spec = _spec(job)
+    return {
+        "target": job.target,
+        "names": list(spec.names),
+        "probe_module": spec.probe_module,
+        "probe_function": spec.probe_function,
+        "setup": list(job.setup),
+        "answers": [(g, s) for g, s in job.answers if g not in job.skip],
+        "timeout": timeout,
+        "memory": memory,
+    }
+
+
+def _write_new(folder: Path, name: str, data: bytes, dir_fd: int | None = None) -> None:
+    """Create folder/name (never through a link, never over an existing file)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    if dir_fd is None:
+        fd = os.open(folder / name, flags, 0o644)
+    else:
+        fd = os.open(name, flags, 0o644, dir_fd=dir_fd)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+
+
+def _job_folder(parent: Path, files: dict[str, bytes], owner: Any) -> Path:
+    """A new folder in `parent` holding `files`, then handed to the jailed uid; every step
+    through file descriptors, so that nothing planted in `parent` redirects a write."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    parent_fd = os.open(parent, flags)
+    try:
+        for _ in range(100):
+            name = f"p{os.urandom(8).hex()}"
+            try:
+                os.mkdir(name, 0o700, dir_fd=parent_fd)
+                break
+            except FileExistsError:
+                continue
+        fd = os.open(name, flags, dir_fd=parent_fd)
+    finally:
+        os.close(parent_fd)
+    try:
+        for file_name, data in files.items():
+            _write_new(parent, file_name, data, dir_fd=fd)
+        if owner is not None:
+            owner.give_fd(fd)
+    finally:
+        os.close(fd)
+    return parent / name
 
 
 class Sandbox:
-    """One forkserver per grading worker; `probe` runs one child at a time."""
+    """The probes of one grading worker: jailed servers, or a forkserver without a jail."""
 
-    def __init__(self, cell_timeout: float, memory_bytes: int, scratch: Path) -> None:
+    def __init__(
+        self, cell_timeout: float, memory_bytes: int, scratch: Path, jail: Any = None
+    ) -> None:
         self.cell_timeout = float(cell_timeout)
         self.memory_bytes = int(memory_bytes)
         self.scratch = scratch
+        self.jail = jail
         self._ctx = multiprocessing.get_context("forkserver")
-        self._current: Any = None
+        self._current: Any = None  # forked child, or jailed server
+        self._spare: ProbeServer | None = None
+        self._last: str | None = None  # the notebook begun before
+
+    # ---- servers ---------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Start the forkserver now so that its imports overlap other work."""
+        """Start a server (jailed) or the forkserver now, so that imports overlap other work."""
+        if self.jail is not None:
+            from autograder.jail import following
+
+            self._prepare(following(None))
+            return
         from multiprocessing import forkserver
 
         os.environ.setdefault("MPLBACKEND", "Agg")
         self._ctx.set_forkserver_preload(PRELOAD)
         forkserver.ensure_running()
 
+    def _prepare(self, notebook: str | None) -> None:
+        if self._spare is None and notebook:
+            self.scratch.mkdir(parents=True, exist_ok=True)
+            self._spare = ProbeServer(self.jail, notebook, self.scratch)
+
+    def prepare(self, notebook: str) -> None:
+        """Start the next jailed server for `notebook` now (replacing one made for another):
+        a caller that knows which notebook comes next says so."""
+        if self.jail is None:
+            return
+        if self._spare is not None and self._spare.notebook != notebook:
+            self._spare.kill()
+            self._spare = None
+        self._prepare(notebook)
+
+    def wait_ready(self, timeout: float = START_TIMEOUT) -> bool:
+        """Wait until the prepared server has imported what it needs (False: it failed)."""
+        spare = self._spare
+        return spare is None or spare.wait_ready(time.monotonic() + timeout)
+
+    def begin(self, notebook: str) -> None:
+        """A fresh jailed server for `notebook` (one student's), and the next one prepared."""
+        if self.jail is None:
+            return
+        from autograder.jail import guess_next
+
+        self.end()
+        spare, self._spare = self._spare, None
+        if spare is not None and (spare.notebook != notebook or not spare.alive()):
+            spare.kill()
+            spare = None
+        self.scratch.mkdir(parents=True, exist_ok=True)
+        self._current = spare or ProbeServer(self.jail, notebook, self.scratch)
+        self._prepare(guess_next(self._last, notebook))
+        self._last = notebook
+
+    def end(self) -> None:
+        """Kill the current jailed server and everything in its jail."""
+        server, self._current = self._current, None
+        if isinstance(server, ProbeServer):
+            server.kill()
+
     def kill_current(self) -> None:
-        p = self._current
-        if p is not None and p.pid and p.is_alive():
-            _kill_group(p.pid)
+        current = self._current
+        if isinstance(current, ProbeServer):
+            current.kill()
+        elif current is not None and current.pid and current.is_alive():
+            _kill_group(current.pid)
+
+    def close(self) -> None:
+        self.end()
+        spare, self._spare = self._spare, None
+        if spare is not None:
+            spare.kill()
+
+    # ---- probing ---------------------------------------------------------------------------
 
     def probe(self, job: ProbeJob, cases: Any) -> ProbeOutcome:
+        if not job.notebook:
+            job.notebook = _spec(job).notebook
+        blob = pickle.dumps(cases)
+        payload = json.dumps(job_file(job, self.cell_timeout, self.memory_bytes)).encode()
+        if self.jail is not None:
+            return self._probe_jailed(job, payload, blob)
         self.scratch.mkdir(parents=True, exist_ok=True)
-        workdir = Path(tempfile.mkdtemp(prefix="probe-", dir=self.scratch))
+        folder = Path(tempfile.mkdtemp(prefix="probe-", dir=self.scratch))
         try:
-            return self._probe(job, pickle.dumps(cases), workdir)
+            _write_new(folder, "job.json", payload)
+            _write_new(folder, "cases.pkl", blob)
+            start = time.monotonic()
+            exitcode, timed_out = self._run_forked(folder)
+            return self._outcome(folder, job, exitcode, timed_out, time.monotonic() - start)
         finally:
-            shutil.rmtree(workdir, ignore_errors=True)
+            shutil.rmtree(folder, ignore_errors=True)
 
-    def _probe(self, job: ProbeJob, blob: bytes, workdir: Path) -> ProbeOutcome:
-        payload = {
-            "target": job.target,
-            "spec_module": job.spec_module,
-            "setup": list(job.setup),
-            "answers": [(g, s) for g, s in job.answers if g not in job.skip],
-            "workdir": str(workdir),
-            "timeout": self.cell_timeout,
-            "memory": self.memory_bytes,
-        }
-        start, born = time.monotonic(), time.time()
-        p = self._ctx.Process(target=_child_main, args=(payload, blob), daemon=True)
+    def _probe_jailed(self, job: ProbeJob, payload: bytes, blob: bytes) -> ProbeOutcome:
+        server = self._current
+        if not isinstance(server, ProbeServer) or server.notebook != job.notebook:
+            self.begin(job.notebook)
+            server = self._current
+        files = {"job.json": payload, "cases.pkl": blob}
+        folder = _job_folder(server.folder, files, self.jail)
+        try:
+            start = time.monotonic()
+            exitcode = server.request(folder, self.cell_timeout)
+            seconds = time.monotonic() - start
+            if exitcode is None:  # the server died, hung or flooded its folder: a new jail
+                self.end()
+                return self._outcome(folder, job, None, server.overran, seconds)
+            return self._outcome(folder, job, exitcode, exitcode == TIMEOUT_EXIT, seconds)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+
+    def _run_forked(self, folder: Path) -> tuple[int | None, bool]:
+        born = time.time()
+        p = self._ctx.Process(target=_forked_child, args=(str(folder),), daemon=True)
         p.start()
         self._current = p
         try:
@@ -122,25 +280,147 @@ class Sandbox:
             p.close()  # its pipe to the forkserver: thousands of probes must not leak them
         except ValueError:
             pass
-        seconds = time.monotonic() - start
-        stage = _read_text(workdir / "progress")
+        return exitcode, timed_out
+
+    def _outcome(
+        self, folder: Path, job: ProbeJob, exitcode: int | None, timed_out: bool, seconds: float
+    ) -> ProbeOutcome:
+        stage = read_text(folder, "progress")
         stopped_in = stage.split(":", 1)[1] if stage.startswith("answer:") else None
-        if not timed_out and exitcode == 0 and (workdir / "observed.json").exists():
+        if not timed_out and exitcode == 0 and stage == "write":
+            record = read_json(folder, "origin.json")
+            imported = _imported(record)
             try:
-                return ProbeOutcome(read_observed(workdir), seconds=seconds)
+                return ProbeOutcome(read_observed(folder), "", None, seconds, imported)
             except Exception as err:  # malformed files written by student code
-                return ProbeOutcome(None, f"its results could not be read ({err})", None, seconds)
+                problem = f"its results could not be read ({err})"
+                return ProbeOutcome(None, problem, None, seconds)
         where = _where(stage, job.target)
         if timed_out:
             problem = f"it did not finish within {self.cell_timeout:g} s {where} (an endless loop?)"
         elif exitcode is not None and exitcode < 0:
             name = signal.Signals(-exitcode).name if -exitcode in _SIGNALS else exitcode
             problem = f"the process running it was killed ({name}) {where} (out of memory?)"
-        elif exitcode == _GUARD_EXIT:
+        elif exitcode == GUARD_EXIT:
             problem = f"it ran out of time {where}"
+        elif exitcode is None:
+            problem = f"the process running it stopped answering {where}"
         else:
             problem = f"the process running it ended (exit code {exitcode}) {where}"
         return ProbeOutcome(None, problem, stopped_in, seconds)
+
+
+def _imported(record: Any) -> dict[str, str]:
+    if not isinstance(record, dict):
+        return {}
+    return {str(k)[:100]: str(v)[:200] for k, v in list(record.items())[:50]}
+
+
+class ProbeServer:
+    """Host side of one jailed probe server: its process, its shared folder, its requests."""
+
+    def __init__(self, jail: Any, notebook: str, root: Path) -> None:
+        from autograder.jail import PROBE_PACKAGE, SCRATCH, hidden_helpers
+
+        self.jail, self.notebook = jail, notebook
+        self.folder = Path(tempfile.mkdtemp(prefix="probes-", dir=root))
+        self.overran = False
+        self._buffer = b""
+        self._ready = False
+        argv = [jail.python, "-s", "-P", "-m", f"{PROBE_PACKAGE}.child"]
+        argv += [SCRATCH, str(jail.file_bytes)]
+        env = jail.environment(MPLBACKEND="Agg")
+        hidden = hidden_helpers(notebook)
+        launch = jail.launch(argv, self.folder, hidden=hidden, env=env, probes=True)
+        try:
+            self.proc = subprocess.Popen(
+                launch.argv,
+                pass_fds=launch.pass_fds,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        finally:
+            launch.close()
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def wait_ready(self, deadline: float) -> bool:
+        if not self._ready:
+            self._ready = self._readline(deadline) == b"ready"
+        return self._ready
+
+    def request(self, folder: Path, timeout: float) -> int | None:
+        """The child's exit code, or None when the server failed (then it is killed)."""
+        self.overran = False
+        if not self.wait_ready(time.monotonic() + START_TIMEOUT):
+            self.kill()
+            return None
+        line = json.dumps({"folder": str(folder), "timeout": timeout}).encode() + b"\n"
+        try:
+            assert self.proc.stdin is not None
+            self.proc.stdin.write(line)
+            self.proc.stdin.flush()
+        except (OSError, ValueError):
+            self.kill()
+            return None
+        reply = self._readline(time.monotonic() + timeout + REPLY_MARGIN, watch=True)
+        try:
+            code = json.loads(reply)["exit"] if reply else None
+        except (ValueError, TypeError, KeyError):
+            code = None
+        if not isinstance(code, int) or isinstance(code, bool):
+            self.overran = self.overran or reply is None
+            self.kill()
+            return None
+        return code
+
+    def _readline(self, deadline: float, watch: bool = False) -> bytes | None:
+        """One line from the server, or None at the deadline, at EOF or on a flood."""
+        from autograder.execute import folder_size
+
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self._buffer:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self.overran = True
+                return None
+            ready, _, _ = select.select([fd], [], [], min(left, 0.2))
+            if watch and folder_size(self.folder) > self.jail.shared_bytes:
+                return None
+            if ready:
+                chunk = os.read(fd, 4096)
+                if not chunk or len(self._buffer) > 65536:
+                    return None
+                self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        return line.strip()
+
+    def kill(self) -> None:
+        """SIGKILL bwrap and everything below it (its PID namespace ends with it)."""
+        import psutil
+
+        from autograder.execute import kill_tree
+
+        try:
+            kill_tree(psutil.Process(self.proc.pid))
+        except psutil.Error:
+            pass
+        self.proc.kill()
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            pass
+        for stream in (self.proc.stdin, self.proc.stdout):
+            try:
+                if stream is not None:
+                    stream.close()
+            except OSError:
+                pass
+        shutil.rmtree(self.folder, ignore_errors=True)
 
 
 _SIGNALS = {s.value for s in signal.Signals}
@@ -206,190 +486,18 @@ def _clear_own_session() -> None:  # pragma: no cover - in child
             pass
 
 
-def _read_text(path: Path, limit: int = 4096) -> str:
-    try:
-        with open(path, "rb") as f:
-            return f.read(limit).decode("utf-8", "replace").strip()
-    except OSError:
-        return ""
+def _forked_child(folder: str) -> None:  # pragma: no cover - in child
+    """Unjailed child (forked by the forkserver): own session, the probe, then a clean exit."""
+    from autograder.probe.child import run_cell
 
-
-# ---- files: observed data as JSON + .npz, never pickle ------------------------------------
-
-
-def encode(value: Any, arrays: dict[str, np.ndarray], depth: int = 0) -> Any:
-    """Plain data for JSON; numeric arrays are moved into `arrays` and replaced by a marker."""
-    if depth > 8:
-        return {"__repr__": "<nested too deep>"}
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    if isinstance(value, np.generic):
-        return encode(value.item(), arrays, depth + 1)
-    if isinstance(value, np.ndarray):
-        if value.dtype.hasobject or value.dtype.kind not in "biufcUS":
-            return {"__repr__": f"<array of dtype {value.dtype}>"}
-        key = f"a{len(arrays)}"
-        arrays[key] = np.ascontiguousarray(value)
-        return {ARRAY: key}
-    if isinstance(value, (list, tuple)):
-        return [encode(v, arrays, depth + 1) for v in value]
-    if isinstance(value, dict):
-        return {str(k): encode(v, arrays, depth + 1) for k, v in value.items()}
-    try:
-        text = repr(value)[:200]
-    except Exception:
-        text = f"<{type(value).__name__}>"
-    return {"__repr__": text}
-
-
-def decode(value: Any, arrays: Any) -> Any:
-    if isinstance(value, list):
-        return [decode(v, arrays) for v in value]
-    if isinstance(value, dict):
-        if set(value) == {ARRAY}:
-            key = value[ARRAY]
-            return arrays[key] if isinstance(key, str) and key in arrays.files else None
-        return {k: decode(v, arrays) for k, v in value.items()}
-    return value
-
-
-def write_observed(folder: Path, observed: dict[str, Any]) -> None:
-    arrays: dict[str, np.ndarray] = {}
-    plain = encode(observed, arrays)
-    np.savez(folder / "observed.tmp.npz", **arrays)
-    (folder / "observed.tmp.json").write_text(json.dumps(plain))
-    os.replace(folder / "observed.tmp.npz", folder / "observed.npz")
-    os.replace(folder / "observed.tmp.json", folder / "observed.json")
-
-
-def read_observed(folder: Path) -> dict[str, Any]:
-    npz, js = folder / "observed.npz", folder / "observed.json"
-    if npz.stat().st_size + js.stat().st_size > RESULT_LIMIT:
-        raise ValueError("they are too large")
-    with np.load(npz, allow_pickle=False) as arrays:
-        observed = decode(json.loads(js.read_text()), arrays)
-        observed = _materialise(observed)
-    if not isinstance(observed, dict):
-        raise ValueError("they are not a mapping")
-    return observed
-
-
-def _materialise(value: Any) -> Any:
-    """Copy arrays out of the lazily loaded .npz before it is closed."""
-    if isinstance(value, np.ndarray):
-        return np.array(value)
-    if isinstance(value, list):
-        return [_materialise(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _materialise(v) for k, v in value.items()}
-    return value
-
-
-# ---- the child ------------------------------------------------------------------------------
-
-
-def _child_main(payload: dict[str, Any], blob: bytes) -> None:  # pragma: no cover - in child
-    """Entry point of the sandboxed child (runs in a process forked by the forkserver)."""
-    import resource
-    import threading
-
-    _exit, _getppid, _monotonic, _sleep = os._exit, os.getppid, time.monotonic, time.sleep
-    _open, _write, _close = os.open, os.write, os.close
     try:
         os.setsid()
     except OSError:
         pass
-    null = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2):
-        os.dup2(null, fd)
-    parent = _getppid()
-    timeout = float(payload["timeout"])
-    stop_at = _monotonic() + timeout + 10
-
-    def guard() -> None:
-        while True:
-            _sleep(0.25)
-            if _getppid() != parent or _monotonic() > stop_at:
-                _exit(_GUARD_EXIT)
-
-    threading.Thread(target=guard, daemon=True).start()
-    workdir = payload["workdir"]
-    progress = os.path.join(workdir, "progress")
-
-    def mark(stage: str) -> None:
-        fd = _open(progress, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        _write(fd, stage.encode())
-        _close(fd)
-
-    mark("start")
-    try:
-        with open("/proc/self/statm") as f:
-            vms = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
-    except OSError:
-        vms = 0
-    limits = [
-        (resource.RLIMIT_AS, vms + int(payload["memory"])),
-        (resource.RLIMIT_CPU, int(timeout) + 15),
-        (resource.RLIMIT_FSIZE, RESULT_LIMIT),
-        (resource.RLIMIT_CORE, 0),
-    ]
-    for which, value in limits:
-        try:
-            resource.setrlimit(which, (value, value))
-        except (ValueError, OSError):
-            pass
-    os.chdir(workdir)
-    os.environ["MPLBACKEND"] = "Agg"
     os.environ["NBGRADER_EXECUTION"] = "autograde"
-
-    import importlib
-
-    import torch
-
-    from autograder.checks import probe_callable, understanding
-    from autograder.notebook_io import exec_cell
-    from autograder.probe.plain import error_text
-
-    torch.set_num_threads(1)
-    cases = pickle.loads(blob)  # made and pickled by the trusted parent
-    module = importlib.import_module(payload["spec_module"])
-    specs = [*module.SPECS, *understanding.SPECS]
-    spec = next(s for s in specs if s.grade_id == payload["target"])
-    save = write_observed
-    folder = Path(workdir)
-
-    ns: dict[str, Any] = {}
-    mark("setup")
-    for i, src in enumerate(payload["setup"]):
-        try:
-            exec_cell(src, ns, f"<setup {i}>")
-        except BaseException:  # noqa: BLE001 - reported through the answer's missing names
-            pass
-    target_error = None
-    for gid, src in payload["answers"]:
-        mark(f"answer:{gid}")
-        try:
-            exec_cell(src, ns, f"<answer {gid}>")
-        except BaseException as err:  # noqa: BLE001 - a student cell may raise anything
-            if gid == payload["target"]:
-                target_error = error_text(err)
-    mark("probe")
-    missing = spec.missing_names(ns)
-    if missing and target_error:
-        observed: dict[str, Any] = {"!exec": target_error}
-    elif missing:
-        observed = {"!missing": missing}
-    else:
-        try:
-            observed = probe_callable(spec)(ns, cases)
-            if not isinstance(observed, dict):
-                observed = {"!exec": "the checks got nothing back from your code"}
-        except BaseException as err:  # noqa: BLE001
-            observed = {"!exec": error_text(err)}
-    mark("write")
+    code = 4
     try:
-        save(folder, observed)
+        code = run_cell(folder, folder, RESULT_LIMIT)
         _clear_own_session()
-    except BaseException:  # noqa: BLE001
-        _exit(3)
-    _exit(0)  # no atexit hooks or finalisers of student code run after this
+    finally:
+        os._exit(code)

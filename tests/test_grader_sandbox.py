@@ -1,6 +1,7 @@
 """The sandbox scores answer cells honestly, whatever they do to their own process.
 
-Real children forked from a forkserver, no Jupyter kernel: a second or two per case.
+Each test runs twice: with jailed probe servers (the default) and with children forked from a
+forkserver (`--no-jail`). Real processes, no Jupyter kernel: a second or two per case.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import pytest
 
 from autograder.checks import spec_for
 from autograder.grade import load_masters, score_answers
+from autograder.jail import Jail
 from autograder.sandbox import ProbeJob, Sandbox, read_observed, write_observed
 from tests.corpus import hostile
 
@@ -22,11 +24,14 @@ SOLUTIONS = hostile.solutions(NOTEBOOK)
 IDS = list(MASTER.graded)
 
 
-@pytest.fixture(scope="module")
-def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Sandbox:
-    box = Sandbox(cell_timeout=5, memory_bytes=512 * 2**20, scratch=tmp_path_factory.mktemp("sb"))
+@pytest.fixture(scope="module", params=["jail", "fork"])
+def sandbox(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Sandbox:
+    jail = Jail.from_settings() if request.param == "jail" else None
+    scratch = tmp_path_factory.mktemp("sb")
+    box = Sandbox(cell_timeout=5, memory_bytes=512 * 2**20, scratch=scratch, jail=jail)
     box.start()
-    return box
+    yield box
+    box.close()
 
 
 def scores(sandbox: Sandbox, answers: dict[str, str]) -> dict[str, float]:
@@ -55,6 +60,8 @@ def with_tail(gid: str, code: str) -> dict[str, str]:
 
 
 def test_a_cell_that_hangs_ignoring_sigint_costs_only_its_own_points(sandbox: Sandbox) -> None:
+    sandbox.prepare(NOTEBOOK)
+    assert sandbox.wait_ready()  # the time below is the probes', not a server's start
     start = time.monotonic()
     got = scores(sandbox, with_tail(IDS[0], hostile.ENDLESS))
     assert got == {**full(), IDS[0]: 0.0}
@@ -100,14 +107,16 @@ def test_monkeypatching_torch_and_the_checks_fools_nobody(sandbox: Sandbox) -> N
     assert all(got[g] < MASTER.graded[g] for g in SOLUTIONS)
 
 
-def test_the_child_runs_in_its_own_session_with_limits(sandbox: Sandbox) -> None:
+def test_the_child_runs_alone_with_limits(sandbox: Sandbox) -> None:
+    """Its own session (forked), or a jail of its own as an unprivileged uid; capped memory."""
     gid = IDS[0]
     spec = spec_for(gid)
+    alone = "os.getuid() != 0" if sandbox.jail else "os.getsid(0) == os.getpid()"
     probe = f"""
 import os, resource
 def {spec.function}(x):
     limited = resource.getrlimit(resource.RLIMIT_AS)[0] > 0
-    raise RuntimeError(f"{{os.getsid(0) == os.getpid()}} {{limited}}")
+    raise RuntimeError(f"{{{alone}}} {{limited}}")
 """
     outcome = sandbox.probe(
         ProbeJob(gid, MASTER.spec_module, MASTER.setup, [(gid, probe)]), spec.cases()

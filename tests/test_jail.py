@@ -1,0 +1,431 @@
+"""Hostile student code against the jail, from a jailed kernel and from a jailed probe child.
+
+Every attack is run from both places; each test asserts that the attack failed and that the
+honest path still works in the same jail (the kernel computes and reads the data set; a
+correct answer next to the attack still probes to full marks). One kernel notebook carries
+every attack as a cell; the probe child runs each attack in an answer cell and reports the
+outcome through the error text of the answer's function.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import sysconfig
+import textwrap
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+from nbformat.v4 import new_code_cell, new_notebook
+
+from autograder.checks import spec_for
+from autograder.execute import KernelRunner
+from autograder.grade import load_masters, score_answers
+from autograder.jail import Jail, JailUnavailable, require_bwrap
+from autograder.paths import ROOT, SOLUTIONS
+from autograder.sandbox import ProbeJob, Sandbox
+from tests.corpus import hostile
+
+NOTEBOOK = hostile.course_notebooks()[0]
+MASTER = load_masters()[NOTEBOOK]
+GID = list(MASTER.graded)[0]
+SOLUTION = hostile.solutions(NOTEBOOK)[GID]
+FUNCTION = spec_for(GID).names[0]
+TOKEN = secrets.token_hex(6)
+SECRET_VAR, SECRET = "GRADER_SECRET_TOKEN", f"s3cret-{TOKEN}"
+SITE = Path(sysconfig.get_paths()["purelib"])
+
+
+@pytest.fixture(scope="module")
+def host(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """What the attacks aim at: another student's file, a listening socket, a host process,
+    a secret in the grader's environment; and a fingerprint of the grader's files."""
+    folder = tmp_path_factory.mktemp("submissions")
+    victim = folder / "other_student" / NOTEBOOK
+    victim.parent.mkdir()
+    victim.write_text(f"the other student's answers {TOKEN}")
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    sleeper = subprocess.Popen(["sleep", "300"])
+    os.environ[SECRET_VAR] = SECRET
+    state = {
+        "victim": str(victim),
+        "port": listener.getsockname()[1],
+        "sleep_pid": sleeper.pid,
+        "solutions": str(next(SOLUTIONS.glob("*.ipynb"))),
+        "fingerprint": fingerprint(),
+        "sleeper": sleeper,
+    }
+    yield state
+    os.environ.pop(SECRET_VAR, None)
+    sleeper.kill()
+    sleeper.wait()
+    listener.close()
+
+
+def fingerprint() -> str:
+    """The grader's code and the venv's site-packages listing."""
+    h = hashlib.sha256()
+    for path in sorted((ROOT / "autograder").rglob("*.py")):
+        h.update(path.read_bytes())
+    h.update("\n".join(sorted(os.listdir(SITE))).encode())
+    return h.hexdigest()
+
+
+def attacks(host: Any) -> dict[str, str]:
+    """name -> a function body that returns True when the attack got through (or raises)."""
+    big = f"/tmp/big-{TOKEN}"
+    return {
+        "read the solutions": f"return len(open({host['solutions']!r}).read()) > 0",
+        "read another student's file": f"return {TOKEN!r} in open({host['victim']!r}).read()",
+        "import the grader's checks": "import autograder.checks\nreturn True",
+        "edit a module of the grader": (
+            f"open({str(ROOT / 'autograder' / 'grade.py')!r}, 'a').write('# x\\n')\nreturn True"
+        ),
+        "drop a .pth into the venv": (
+            f"open({str(SITE / f'zz-{TOKEN}.pth')!r}, 'w').write('import os\\n')\nreturn True"
+        ),
+        "read a secret of the grader's environment": (
+            "import os\n"
+            f"found = {SECRET!r} in repr(dict(os.environ))\n"
+            "for pid in filter(str.isdigit, os.listdir('/proc')):\n"
+            "    try:\n"
+            f"        found |= {SECRET!r}.encode() in open(f'/proc/{{pid}}/environ', 'rb').read()\n"
+            "    except OSError:\n"
+            "        pass\n"
+            "return found"
+        ),
+        "connect to the host": (
+            "import socket\n"
+            f"socket.create_connection(('127.0.0.1', {host['port']}), timeout=3).close()\n"
+            "return True"
+        ),
+        "see the grader's processes": (
+            "import os\n"
+            "seen = False\n"
+            "for pid in filter(str.isdigit, os.listdir('/proc')):\n"
+            "    try:\n"
+            "        seen |= b'test_jail.py' in open(f'/proc/{pid}/cmdline', 'rb').read()\n"
+            "    except OSError:\n"
+            "        pass\n"
+            "return seen"
+        ),
+        "kill a host process": f"import os\nos.kill({host['sleep_pid']}, 9)\nreturn True",
+        "fill the disk with 200 MB": (
+            f"with open({big!r}, 'wb') as f:\n"
+            "    for _ in range(200):\n"
+            "        f.write(b'x' * 2**20)\n"
+            "return True"
+        ),
+        "escape through a symlink in the scratch": (
+            "import os\n"
+            f"os.symlink('/', '/tmp/up-{TOKEN}')\n"
+            f"return len(open('/tmp/up-{TOKEN}' + {host['solutions']!r}).read()) > 0"
+        ),
+        "gain privileges": (
+            "import ctypes\n"
+            "libc = ctypes.CDLL(None)\n"
+            "return libc.unshare(0x10000000) == 0 or libc.setuid(0) == 0"
+        ),
+    }
+
+
+def attack_cell(body: str) -> str:
+    """Run the attack; `_verdict` says whether it got through."""
+    return (
+        "def _attack():\n" + textwrap.indent(body, "    ") + "\ntry:\n"
+        "    _verdict = 'ESCAPED' if _attack() else 'blocked: no effect'\n"
+        "except BaseException as _err:\n"
+        "    _verdict = f'blocked: {type(_err).__name__}: {_err}'[:120]\n"
+    )
+
+
+ATTACKS = list(attacks(defaultdict(str)))
+
+
+# ---- from the kernel ---------------------------------------------------------------------
+
+HONEST = """
+import torch
+from attention_course.data import load_text
+print("honest", float(torch.arange(4.0).sum()), len(load_text(download=False)))
+"""
+
+
+@pytest.fixture(scope="module")
+def runner() -> KernelRunner:
+    runner = KernelRunner(Jail.from_settings())
+    yield runner
+    runner.close()
+
+
+def run(runner: KernelRunner, *cells: str, timeout: float = 60) -> Any:
+    nb = new_notebook(cells=[new_code_cell(c) for c in cells])
+    return runner.execute(nb, timeout=timeout, cell_timeout=timeout, memory_bytes=2**31)
+
+
+def text(cell: Any) -> str:
+    return "".join(o.get("text", "") + o.get("evalue", "") for o in cell.outputs)
+
+
+@pytest.fixture(scope="module")
+def kernel_verdicts(host: Any, runner: KernelRunner) -> dict[str, str]:
+    names = list(attacks(host))
+    cells = [attack_cell(body) + "print(_verdict)" for body in attacks(host).values()]
+    done = run(runner, HONEST, *cells)
+    assert done.status == "ok", done.detail
+    assert text(done.notebook.cells[0]).strip() == "honest 6.0 1115394"
+    return {n: text(c).strip() for n, c in zip(names, done.notebook.cells[1:], strict=True)}
+
+
+@pytest.mark.parametrize("attack", ATTACKS)
+def test_the_kernel_cannot(attack: str, kernel_verdicts: dict[str, str]) -> None:
+    assert kernel_verdicts[attack].startswith("blocked"), kernel_verdicts[attack]
+
+
+def test_the_kernel_sees_only_its_view(runner: KernelRunner) -> None:
+    cell = (
+        "import os\n"
+        f"print(sorted(os.listdir({str(ROOT)!r})))\n"
+        "print(os.getuid() != 0, 'JPY_PARENT_PID' in os.environ, os.environ['HOME'])\n"
+    )
+    done = run(runner, cell, HONEST)
+    assert text(done.notebook.cells[0]).splitlines() == ["['.venv']", "True False /tmp"]
+    assert "honest 6.0" in text(done.notebook.cells[1])
+
+
+def sleepers(arg: str) -> list[psutil.Process]:
+    return [p for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] == ["sleep", arg]]
+
+
+DAEMON = """
+import os, time
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        os.execvp("sleep", ["sleep", "{arg}"])
+    os._exit(0)
+def _daemons():
+    found = 0
+    for p in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            found += open(f"/proc/{{p}}/cmdline", "rb").read() == b"sleep\\x00{arg}\\x00"
+        except OSError:
+            pass
+    return found
+for _ in range(100):
+    if _daemons():
+        break
+    time.sleep(0.05)
+print("daemons", _daemons())
+"""
+
+
+def test_a_double_forked_daemon_dies_with_the_kernel(runner: KernelRunner) -> None:
+    arg = f"{600 + secrets.randbelow(1000)}.{secrets.randbelow(1000)}"
+    done = run(runner, DAEMON.format(arg=arg), HONEST)
+    assert "daemons 1" in text(done.notebook.cells[0])  # it ran, in the jail
+    assert "honest 6.0" in text(done.notebook.cells[1])
+    time.sleep(0.2)
+    assert sleepers(arg) == []
+
+
+def test_flooding_the_shared_folder_stops_the_kernel_and_leaves_nothing(
+    runner: KernelRunner,
+) -> None:
+    flood = (
+        "import os, sys\n"
+        "folder = os.path.dirname(sys.argv[sys.argv.index('-f') + 1])\n"
+        "for i in range(8):\n"
+        "    with open(os.path.join(folder, f'f{i}'), 'wb') as f:\n"
+        "        for _ in range(40):\n"
+        "            f.write(b'x' * 2**20)\n"
+    )
+    done = run(runner, flood, HONEST)
+    assert done.status == "error" and "writing too much" in done.detail
+    assert not list(Path("/tmp").glob("kernel-*/f0"))  # its folder is gone
+    assert "honest 6.0" in text(run(runner, HONEST).notebook.cells[0])  # the next is fine
+
+
+# ---- from a probe child ------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def sandbox(tmp_path_factory: pytest.TempPathFactory, host: Any) -> Sandbox:
+    box = Sandbox(5, 512 * 2**20, tmp_path_factory.mktemp("probes"), Jail.from_settings())
+    box.start()
+    yield box
+    box.close()
+
+
+def probe(sandbox: Sandbox, answer: str) -> Any:
+    job = ProbeJob(GID, MASTER.spec_module, MASTER.setup, [(GID, answer)], notebook=NOTEBOOK)
+    return sandbox.probe(job, spec_for(GID).cases())
+
+
+def full_marks(sandbox: Sandbox, answer: str) -> bool:
+    """The answer cell, probed in the sandbox's current jail, earns every point."""
+    spec = spec_for(GID)
+    job = ProbeJob(GID, MASTER.spec_module, MASTER.setup, [(GID, answer)], notebook=NOTEBOOK)
+    cases = spec.cases()
+    outcome = sandbox.probe(job, cases)
+    return (
+        outcome.observed is not None
+        and spec.evaluate(cases, outcome.observed).score == (MASTER.graded[GID])
+    )
+
+
+@pytest.mark.parametrize("attack", ATTACKS)
+def test_a_probe_child_cannot(attack: str, sandbox: Sandbox, host: Any) -> None:
+    body = attacks(host)[attack]
+    reveal = f"def {FUNCTION}(*args):\n    raise RuntimeError(_verdict)\n"
+    outcome = probe(sandbox, attack_cell(body) + reveal)
+    assert outcome.observed is not None, outcome.problem
+    verdicts = [v for k, v in outcome.observed.items() if k.endswith("!")]
+    assert verdicts and all(v.startswith("RuntimeError: blocked") for v in verdicts), verdicts
+    assert full_marks(sandbox, attack_cell(body) + SOLUTION)  # the honest path, same attack
+
+
+def test_a_daemon_of_a_probe_child_does_not_survive_it(sandbox: Sandbox) -> None:
+    arg = f"{600 + secrets.randbelow(1000)}.{secrets.randbelow(1000)}"
+    assert full_marks(sandbox, DAEMON.format(arg=arg) + SOLUTION)
+    time.sleep(0.2)
+    assert sleepers(arg) == []
+
+
+def test_a_replaced_probe_returns_only_what_the_students_code_computes(
+    sandbox: Sandbox,
+) -> None:
+    """The cell swaps the probe for one that reports 'perfect' data; without the references
+    (not in the jail) it can only report what its own code computes: still wrong."""
+    spec = spec_for(GID)
+    cheat = f"""
+import sys
+def {FUNCTION}(x):
+    return x * 0
+def _forged(ns, cases):
+    try:
+        from autograder.checks import spec_for
+        return {{k: spec_for({GID!r}).reference(*a) for k, a in cases["args"].items()}}
+    except ImportError:
+        return {{k: {FUNCTION}(*a) for k, a in cases["args"].items()}}
+for name, module in list(sys.modules.items()):
+    if name.endswith(".{spec.probe_module}"):
+        setattr(module, {spec.probe_function!r}, _forged)
+"""
+    results, _ = score_answers(MASTER, {**hostile.solutions(NOTEBOOK), GID: cheat}, sandbox)
+    assert results[GID].score < MASTER.graded[GID]
+    assert full_marks(sandbox, SOLUTION)
+
+
+def test_a_symlinked_result_is_refused_not_followed(sandbox: Sandbox, tmp_path: Path) -> None:
+    """Student code makes observed.json a link to a file of the host: the grader never
+    reads through it (the jail's view has no such file, the host's has)."""
+    secret = tmp_path / "other.json"
+    secret.write_text(f'{{"stolen": "{TOKEN}"}}')
+    os.chmod(tmp_path, 0o755)
+    swap = f"""
+import os
+_replace = os.replace
+def _evil(src, dst):
+    _replace(src, dst)
+    if str(dst).endswith("observed.json"):
+        os.unlink(dst)
+        os.symlink({str(secret)!r}, dst)
+os.replace = _evil
+"""
+    outcome = probe(sandbox, swap + SOLUTION)
+    assert outcome.observed is None and "could not be read" in outcome.problem
+    assert TOKEN not in outcome.problem
+    assert full_marks(sandbox, SOLUTION)
+
+
+# ---- after everything: nothing outside the jails changed ----------------------------------
+
+
+def test_nothing_outside_the_jails_changed(
+    host: Any, kernel_verdicts: dict[str, str], sandbox: Sandbox
+) -> None:
+    assert len(kernel_verdicts) == len(ATTACKS)
+    assert fingerprint() == host["fingerprint"]
+    assert host["sleeper"].poll() is None  # the host's process is alive
+    assert not Path(f"/tmp/big-{TOKEN}").exists() and not Path(f"/tmp/up-{TOKEN}").exists()
+
+
+def test_missing_bwrap_is_one_line_with_the_install_command(monkeypatch: Any) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(JailUnavailable) as err:
+        require_bwrap()
+    assert "\n" not in str(err.value) and "install_bwrap.sh" in str(err.value)
+
+
+# ---- the jail's own bounds: hidden modules, the process limit -----------------------------
+
+
+def jailed_python(jail: Jail, code: str, tmp_path: Path, hidden: list[str]) -> str:
+    launch = jail.launch([jail.python, "-c", code], tmp_path, hidden=hidden, probes=True)
+    try:
+        done = subprocess.run(
+            launch.argv, pass_fds=launch.pass_fds, capture_output=True, text=True, timeout=60
+        )
+    finally:
+        launch.close()
+    return done.stdout.strip()
+
+
+def test_hidden_helpers_are_absent_and_the_rest_imports(tmp_path: Path, monkeypatch: Any) -> None:
+    import types
+
+    import autograder.probe
+    from autograder.jail import hidden_helpers
+
+    staging = types.ModuleType("autograder.staging")
+    staging.hidden_helpers = lambda nb: ["attention_course/charmodel.py"] if nb < "06" else []
+    monkeypatch.setitem(sys.modules, "autograder.staging", staging)
+    monkeypatch.setattr(autograder.probe, "REVEALS", {"modules.py": "05_the_head.ipynb"}, False)
+    hidden = hidden_helpers("05_the_head.ipynb")
+    assert hidden_helpers("06_experiments.ipynb") == []
+    code = (
+        "import importlib\n"
+        "for name in ('attention_course.charmodel', 'attention_course.plots',"
+        " 'gradeprobe.modules', 'gradeprobe.nb05'):\n"
+        "    try:\n"
+        "        importlib.import_module(name)\n"
+        "        print(name, 'there')\n"
+        "    except ImportError:\n"
+        "        print(name, 'absent')\n"
+    )
+    assert jailed_python(Jail.from_settings(), code, tmp_path, hidden).splitlines() == [
+        "attention_course.charmodel absent",
+        "attention_course.plots there",
+        "gradeprobe.modules absent",
+        "gradeprobe.nb05 there",
+    ]
+
+
+def test_a_fork_bomb_stops_at_the_process_limit(tmp_path: Path) -> None:
+    import dataclasses
+
+    jail = dataclasses.replace(Jail.from_settings(), processes=40)
+    code = (
+        "import subprocess\n"
+        "procs = []\n"
+        "try:\n"
+        "    while len(procs) < 400:\n"
+        "        procs.append(subprocess.Popen(['sleep', '30']))\n"
+        "except OSError:\n"
+        "    pass\n"
+        "print(len(procs))\n"
+        "for p in procs:\n"
+        "    p.kill()\n"
+    )
+    assert 0 < int(jailed_python(jail, code, tmp_path, [])) < 40

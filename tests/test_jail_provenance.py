@@ -1,0 +1,167 @@
+"""An answer that imports its graded names scores 0 with `imported-answer`; one that defines
+them (however it is written) keeps its points."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from pathlib import Path
+
+import pytest
+
+from autograder.grade import load_masters, score_answers
+from autograder.jail import Jail
+from autograder.probe.child import answer_label, exec_cell, origins
+from autograder.provenance import screen, static_imports
+from autograder.rebuild import defined_names
+from autograder.sandbox import ProbeJob, Sandbox
+from tests.corpus import hostile
+
+NAMES = ["average_loop", "N_PARAMS", "Head"]
+
+
+@pytest.mark.parametrize(
+    ("source", "flagged"),
+    [
+        ("from attention_course.answers import average_loop", ["average_loop"]),
+        ("from attention_course.answers import loop as average_loop", ["average_loop"]),
+        ("import attention_course.answers as Head", ["Head"]),
+        ("import helpers\nHead = helpers.reference.Head", ["Head"]),
+        ("import helpers\nN_PARAMS: int = helpers.N_PARAMS", ["N_PARAMS"]),
+        ("average_loop = F.softmax", ["average_loop"]),  # F comes from the setup cell
+        ("from torch import cumsum as average_loop\nN_PARAMS = 3 * 32 * 16", ["average_loop"]),
+    ],
+)
+def test_imported_graded_names_are_found_in_the_source(source: str, flagged: list[str]) -> None:
+    setup = ["import torch\nfrom torch.nn import functional as F"]
+    assert static_imports(source, NAMES, setup) == flagged
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "def average_loop(x):\n    return x.cumsum(1)",
+        "average_loop = lambda x: x",
+        "N_PARAMS = 3 * 32 * 16",
+        "import torch\nN_PARAMS = torch.ones(3, 32, 16).numel()",
+        "import torch.nn as nn\nclass Head(nn.Module):\n    pass",
+        "from torch import cumsum\nimport math",  # imports, but of names that are not graded
+        "%%time\ndef average_loop(x):\n    return x",
+        "this is not python (",
+    ],
+)
+def test_answers_that_define_their_names_are_not_flagged(source: str) -> None:
+    assert static_imports(source, NAMES, ["import torch"]) == []
+
+
+def _namespace(setup: str, answer: str, gid: str = "head") -> dict:
+    ns: dict = {}
+    exec_cell(setup, ns, "<setup 0>")
+    exec_cell(answer, ns, answer_label(gid))
+    return ns
+
+
+SETUP = """
+import functools, json
+import torch.nn as nn
+class Head(nn.Module):
+    def forward(self, x):
+        return x
+"""
+
+
+@pytest.mark.parametrize(
+    ("answer", "flagged"),
+    [
+        ("def average_loop(x):\n    return x", False),
+        ("@functools.lru_cache\ndef average_loop(x):\n    return x", False),
+        (
+            "def _wrap(f):\n    @functools.wraps(f)\n    def g(x):\n        return f(x)\n"
+            "    return g\n@_wrap\ndef average_loop(x):\n    return x",
+            False,
+        ),
+        ("class UnmaskedHead(Head):\n    def forward(self, x):\n        return -x", False),
+        ("class UnmaskedHead(Head):\n    pass", False),  # wrong, but not imported
+        ("average_loop = json.dumps", True),
+        (
+            "import importlib\naverage_loop = getattr(importlib.import_module('json'), 'loads')",
+            True,
+        ),
+        ("exec('def average_loop(x):\\n    return x')", True),
+        ("class UnmaskedHead(json.JSONDecoder):\n    pass", True),
+        ("UnmaskedHead = json.JSONEncoder", True),
+        ("UnmaskedHead = type('UnmaskedHead', (nn.Module,), dict(vars(json.JSONEncoder)))", True),
+    ],
+)
+def test_the_child_records_names_not_written_in_a_cell(answer: str, flagged: bool) -> None:
+    ns = _namespace(SETUP, answer)
+    names = [n for n in ("average_loop", "UnmaskedHead") if n in ns]
+    assert names, "the answer defines no graded name"
+    assert bool(origins(ns, names, "head")) == flagged
+
+
+def test_screen_keeps_missing_answers_and_flags_either_witness() -> None:
+    ok = {"a": 1}
+    assert screen(ok, "def average_loop(x): ...", NAMES) == ok
+    assert screen({"!missing": ["Head"]}, "import Head", NAMES) == {"!missing": ["Head"]}
+    assert screen(ok, "import json", NAMES, {"Head": "json"}) == {"!imported": ["Head"]}
+    assert screen(ok, "import Head", NAMES) == {"!imported": ["Head"]}
+
+
+# ---- end to end, jailed: an imported answer that is correct still scores 0 -----------------
+
+NOTEBOOK = hostile.course_notebooks()[0]
+MASTER = load_masters()[NOTEBOOK]
+
+
+@pytest.fixture(scope="module")
+def helper_jail(tmp_path_factory: pytest.TempPathFactory) -> Jail:
+    """The course helpers plus a module holding the correct answers of notebook 01."""
+    course = tmp_path_factory.mktemp("helpers") / "attention_course"
+    shutil.copytree(Path(Jail.from_settings().course), course)
+    sources = hostile.solutions(NOTEBOOK).values()
+    (course / "answers.py").write_text("import torch\n\n" + "\n\n".join(sources))
+    return dataclasses.replace(Jail.from_settings(), course=course)
+
+
+def test_an_imported_correct_answer_scores_zero_with_the_reason(
+    helper_jail: Jail, tmp_path: Path
+) -> None:
+    box = Sandbox(cell_timeout=10, memory_bytes=512 * 2**20, scratch=tmp_path, jail=helper_jail)
+    gids = list(MASTER.graded)
+    names = {g: next(iter(defined_names(hostile.solutions(NOTEBOOK)[g]))) for g in gids}
+    imported = {gids[0]: f"from attention_course.answers import {names[gids[0]]}"}
+    imported[gids[1]] = (  # invisible to the source check: only the child's record sees it
+        f"import importlib\n{names[gids[1]]} = getattr("
+        f"importlib.import_module('attention_course.answers'), '{names[gids[1]]}')"
+    )
+    answers = {**hostile.solutions(NOTEBOOK), **imported}
+    try:
+        results, _ = score_answers(MASTER, answers, box)
+    finally:
+        box.close()
+    for gid in imported:
+        assert results[gid].score == 0, results[gid].render()
+        assert results[gid].mistakes == ["imported-answer"]
+    for gid in set(gids) - set(imported):
+        assert results[gid].score == MASTER.graded[gid]
+
+
+def test_the_same_imports_would_earn_full_marks_without_the_check(
+    helper_jail: Jail, tmp_path: Path
+) -> None:
+    """What the check takes away: the imported answer computes correct outputs."""
+    from autograder.checks import spec_for
+
+    box = Sandbox(cell_timeout=10, memory_bytes=512 * 2**20, scratch=tmp_path, jail=helper_jail)
+    gid = list(MASTER.graded)[0]
+    name = next(iter(defined_names(hostile.solutions(NOTEBOOK)[gid])))
+    spec = spec_for(gid)
+    cases = spec.cases()
+    answer = f"from attention_course.answers import {name}"
+    try:
+        outcome = box.probe(ProbeJob(gid, MASTER.spec_module, MASTER.setup, [(gid, answer)]), cases)
+    finally:
+        box.close()
+    assert spec.evaluate(cases, outcome.observed).score == MASTER.graded[gid]
+    assert outcome.imported == {name: "/jail/lib/attention_course/answers.py"}
