@@ -35,6 +35,7 @@ from autograder.notebook_io import (
 )
 
 MISSING_ANSWER = "# (this answer cell is missing from the submission)"
+NAME_SEARCH_CHARS = 64_000  # longer cells are not parsed for the names they define
 _HIDDEN = re.compile(r"^[^\n]*BEGIN HIDDEN TESTS.*?END HIDDEN TESTS[^\n]*(\n|$)", re.S | re.M)
 
 
@@ -53,11 +54,17 @@ def normalise(src: str) -> str:
     return "\n".join(line.rstrip() for line in src.strip("\n").splitlines()).strip()
 
 
-def defined_names(src: str) -> set[str]:
-    """Names a cell binds at module level (defs, classes, assignments, imports)."""
+def defined_names(src: str, limit: int = NAME_SEARCH_CHARS) -> set[str]:
+    """Names a cell binds at module level (defs, classes, assignments, imports).
+
+    Empty for a cell longer than `limit` or one that cannot be parsed in any way (deep
+    nesting raises RecursionError or MemoryError in the parser: student input is hostile).
+    """
+    if len(src) > limit:
+        return set()
     try:
         tree = ast.parse(python_source(src))
-    except (SyntaxError, ValueError):
+    except Exception:  # SyntaxError, ValueError, RecursionError, MemoryError, ...
         return set()
     names: set[str] = set()
 
@@ -86,7 +93,10 @@ def defined_names(src: str) -> set[str]:
                 for handler in getattr(node, "handlers", []) or []:
                     visit(handler.body)
 
-    visit(tree.body)
+    try:
+        visit(tree.body)
+    except RecursionError:
+        return set()
     return names
 
 
@@ -223,7 +233,7 @@ def rebuild(master: NotebookNode, student: Any, stubs: dict[str, str] | None = N
     return result
 
 
-def match_score(nb: Any, master: NotebookNode) -> int:
+def match_score(nb: Any, master: NotebookNode, limit: int = NAME_SEARCH_CHARS) -> int:
     """How strongly a (possibly renamed) submission looks like `master`: shared answer ids
     count 2, contract names defined in its code cells count 1."""
     answers = {gid: c for c in master.cells if is_answer(c) and (gid := grade_id(c))}
@@ -233,7 +243,7 @@ def match_score(nb: Any, master: NotebookNode) -> int:
     defined: set[str] = set()
     for c in cells:
         if c.get("cell_type") == "code":
-            defined |= defined_names(source(c))
+            defined |= defined_names(source(c), limit)
     for gid, c in answers.items():
         if c.cell_type == "code":
             score += len(set(answer_names(gid, source(c))) & defined)
