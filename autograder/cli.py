@@ -140,7 +140,7 @@ def grade_settings(args: argparse.Namespace) -> tuple[Settings, list[str], dict]
 
 def check_jail(settings: Settings) -> None:
     """Refuse early, in one line, when the jail is asked for and cannot be had."""
-    from autograder.pipeline import JailUnavailable, make_jail
+    from autograder.pipeline import JailUnavailable, make_jail  # torch & co.: only for grade
 
     if settings.jail and settings.scheduler is None:
         try:
@@ -157,7 +157,7 @@ def grade_main(args: argparse.Namespace) -> int:
     try:
         settings, warnings, refused = grade_settings(args)
         check_jail(settings)
-        from autograder.grade import run
+        from autograder.grade import run  # dask, nbconvert, torch: only for grade
 
         return run(settings, warnings, refused)
     except InputError as err:
@@ -195,7 +195,7 @@ def _delegate(module: str, what: str) -> Callable[[list[str]], int]:
 
 
 def examples_main(argv: list[str]) -> int:
-    from autograder.examples import main
+    from autograder.examples import main  # nbgrader: only for examples
 
     return main(argv)
 

@@ -28,6 +28,7 @@ from nbformat import NotebookNode
 from autograder.contract import CONTRACT, test_cell_id
 from autograder.notebook_io import answer_cells, grade_id, is_test, nbgrader_meta, read
 from autograder.notebook_io import setup_sources as _setup_sources
+from autograder.paths import SOLUTIONS
 from autograder.rebuild import match_score, release_stubs
 from autograder.settings import Limits
 
@@ -90,6 +91,10 @@ class Master:
         }
 
     @property
+    def spec_module(self) -> str:
+        return f"autograder.checks.nb{self.notebook[:2]}"
+
+    @property
     def max_score(self) -> float:
         return round(sum(self.graded.values()) + sum(self.manual.values()), 6)
 
@@ -107,8 +112,6 @@ def load_masters(
     solutions: Path | None = None, notebooks: tuple[str, ...] = ()
 ) -> dict[str, Master]:
     """Contract notebooks whose master exists in solutions/ (only `notebooks`, when given)."""
-    from autograder.paths import SOLUTIONS
-
     folder = solutions or SOLUTIONS
     code = grader_hash()
     masters = {}

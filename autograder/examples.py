@@ -22,8 +22,11 @@ from pathlib import Path
 
 import nbformat
 from nbformat import NotebookNode
+from nbgrader.preprocessors import ClearHiddenTests, ClearOutput, ClearSolutions
+from traitlets.config import Config
 
 from autograder.contract import CONTRACT
+from autograder.nbgrader_settings import configure
 from autograder.notebook_io import (
     answer_cells,
     grade_id,
@@ -74,11 +77,6 @@ def master(notebook: str) -> NotebookNode:
 
 def release(notebook: str) -> NotebookNode:
     """The notebook as students get it (nbgrader's ClearSolutions, hidden tests cleared)."""
-    from nbgrader.preprocessors import ClearHiddenTests, ClearOutput, ClearSolutions
-    from traitlets.config import Config
-
-    from autograder.nbgrader_settings import configure
-
     config = configure(Config())
     nb = master(notebook)
     for pre in (ClearSolutions(config=config), ClearHiddenTests(config=config), ClearOutput()):

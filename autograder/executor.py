@@ -48,7 +48,7 @@ class GradingPlugin(WorkerPlugin):
         multiprocessing.current_process()._config["daemon"] = False  # type: ignore[attr-defined]
         warnings.simplefilter("ignore")
         os.environ.setdefault("OMP_NUM_THREADS", "1")
-        import torch
+        import torch  # here: the grading process itself never needs torch
 
         torch.set_num_threads(1)
         self.runtime = Runtime(Limits.from_json(self.limits), self.jail, self.notebooks)

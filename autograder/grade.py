@@ -32,6 +32,7 @@ from autograder.discover import (
 )
 from autograder.executor import run_tasks
 from autograder.grades import STATUSES
+from autograder.judge import score_answers  # noqa: F401 - the sandbox tests import it here
 from autograder.outdir import autograded_path, feedback_path, log_path
 from autograder.outputs import collect, write_outputs
 from autograder.pipeline import Outcome, Task

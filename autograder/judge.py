@@ -14,6 +14,7 @@ cell costs only its own points. Every probe shares the notebook's wall budget.
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from typing import Any
 
@@ -38,7 +39,7 @@ def probe_job(master: Master, spec: CellSpec, cells: list[tuple[str, str]], skip
     known = {f.name for f in dataclasses.fields(ProbeJob)}
     values = {
         "target": spec.grade_id,
-        "spec_module": f"autograder.checks.nb{master.notebook[:2]}",
+        "spec_module": master.spec_module,
         "notebook": master.notebook,
         "setup": list(master.setup),
         "answers": cells,
@@ -52,9 +53,11 @@ def probe_job(master: Master, spec: CellSpec, cells: list[tuple[str, str]], skip
 class Judge:
     """Grades the autograded cells of one notebook: probe in the sandbox, judge here."""
 
-    def __init__(self, master: Master, sandbox: Any, deadline: float, cell_timeout: float):
-        self.master, self.sandbox = master, sandbox
-        self.deadline, self.cell_timeout = deadline, cell_timeout
+    def __init__(
+        self, master: Master, sandbox: Any, deadline: float, cell_timeout: float | None = None
+    ) -> None:
+        self.master, self.sandbox, self.deadline = master, sandbox, deadline
+        self.cell_timeout = cell_timeout or getattr(sandbox, "cell_timeout", None)
         self.notes: list[str] = []
         self.skip: set[str] = set()
         try:  # this notebook's checks only: a broken module elsewhere cannot stop it
@@ -91,7 +94,7 @@ class Judge:
             left = self.deadline - time.monotonic()
             if left < 1:
                 return zero(gid, points, OUT_OF_TIME)
-            if hasattr(self.sandbox, "cell_timeout"):  # never past the notebook's budget
+            if self.cell_timeout is not None:  # never past the notebook's budget
                 self.sandbox.cell_timeout = max(1.0, min(self.cell_timeout, left))
             outcome = self.sandbox.probe(probe_job(self.master, spec, cells, self.skip), cases)
             culprit = outcome.stopped_in
@@ -106,3 +109,11 @@ class Judge:
                 self.skip.add(gid)
             return zero(gid, points, outcome.problem)
         return spec.evaluate(cases, outcome.observed)
+
+
+def score_answers(
+    master: Master, answers: dict[str, str | None], sandbox: Any, deadline: float = math.inf
+) -> tuple[dict[str, CellResult], list[str]]:
+    """Every autograded cell of `master` judged, and the notes: `Judge` in one call."""
+    judge = Judge(master, sandbox, deadline)
+    return judge.all(answers), judge.notes

@@ -73,7 +73,7 @@ def make_jail(enabled: bool) -> Any:
     """The jail student code runs in, or None with --no-jail."""
     if not enabled:
         return None
-    try:
+    try:  # here, not at the top: an installation without the jail still runs --no-jail
         from autograder import jail
     except ImportError:
         raise JailUnavailable(
