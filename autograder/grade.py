@@ -35,7 +35,7 @@ from autograder.grades import STATUSES
 from autograder.judge import score_answers  # noqa: F401 - the sandbox tests import it here
 from autograder.outdir import autograded_path, feedback_path, log_path
 from autograder.outputs import collect, write_outputs
-from autograder.pipeline import Outcome, Task
+from autograder.pipeline import JailUnavailable, Outcome, Task
 from autograder.settings import Settings
 from autograder.state import StateStore, atomic_write
 
@@ -144,6 +144,8 @@ def run(settings: Settings, warnings: list[str] | None = None, refused: dict | N
         writer = Writer(out, store, log, bar)
         try:
             run_tasks(tasks, settings, writer.outcome, writer.failure)
+        except JailUnavailable as err:  # raised by a worker of an existing cluster
+            raise InputError(f"a worker cannot jail student code: {err}") from None
         finally:
             bar.close()
         log.lap("graded")
