@@ -82,7 +82,16 @@ MISTAKES: dict[str, str] = {
     "mask-in-place": (
         "masked_fill_ (in place) changed a shared tensor; use the out-of-place masked_fill."
     ),
+    "imported-answer": (
+        "The graded name is imported, not written in the answer cell: write its definition "
+        "(the def, class or value) in the answer cell itself."
+    ),
 }
+
+
+# Named from how the answer cell defines its names (before any probe runs), not from what its
+# code computes: no code mutation of an answer shows them.
+BEFORE_PROBE: frozenset[str] = frozenset({"imported-answer"})
 
 
 def describe(mistake: str) -> str:

@@ -31,7 +31,7 @@ PRELOAD = [
     "numpy",
     "matplotlib.pyplot",
     "autograder.checks",
-    "autograder.checks.diagnostics",
+    "autograder.probe.plain",
     "autograder.notebook_io",
     "IPython.core.inputtransformer2",
     "psutil",
@@ -346,13 +346,15 @@ def _child_main(payload: dict[str, Any], blob: bytes) -> None:  # pragma: no cov
 
     import torch
 
-    from autograder.checks.base import error_text
+    from autograder.checks import probe_callable, understanding
     from autograder.notebook_io import exec_cell
+    from autograder.probe.plain import error_text
 
     torch.set_num_threads(1)
     cases = pickle.loads(blob)  # made and pickled by the trusted parent
     module = importlib.import_module(payload["spec_module"])
-    spec = next(s for s in module.SPECS if s.grade_id == payload["target"])
+    specs = [*module.SPECS, *understanding.SPECS]
+    spec = next(s for s in specs if s.grade_id == payload["target"])
     save = write_observed
     folder = Path(workdir)
 
@@ -379,7 +381,7 @@ def _child_main(payload: dict[str, Any], blob: bytes) -> None:  # pragma: no cov
         observed = {"!missing": missing}
     else:
         try:
-            observed = spec.probe(ns, cases)
+            observed = probe_callable(spec)(ns, cases)
             if not isinstance(observed, dict):
                 observed = {"!exec": "the checks got nothing back from your code"}
         except BaseException as err:  # noqa: BLE001

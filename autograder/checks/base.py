@@ -2,24 +2,23 @@
 
 A `CellSpec` works in three steps:
 
-- `cases()` (trusted) builds the inputs: seeded tensors, sizes, weights.
-- `probe(ns, cases)` (untrusted) runs the student's objects, looked up in the namespace `ns`,
-  on those inputs and returns what they produced as plain data. It runs where the student's
-  code runs, so it only records; it never decides.
+- `cases()` (trusted) builds the inputs: seeded tensors, sizes, weights, as plain data only
+  (dicts, lists, tuples, str, int, float, bool, None, torch tensors, numpy arrays), so that a
+  process without this package can load them.
+- the probe `autograder.probe.<probe_module>.<probe_function>(ns, cases)` (untrusted) runs the
+  student's objects, looked up in the namespace `ns`, on those inputs and returns what they
+  produced as plain data. It runs where the student's code runs, so it only records.
 - `judge(cases, observed)` (trusted) computes the references, scores each check and names the
-  catalog mistakes the observed outputs match (see `diagnostics`).
+  catalog mistakes the observed outputs show.
 
-In a notebook all three run in the kernel (`grade_in_notebook`); the grader runs `probe` in a
-sandboxed child process and `cases`/`judge` in its own, so a student who monkeypatches
+In a notebook all three run in the kernel (`grade_in_notebook`); the grader runs the probe in
+a jailed child process and `cases`/`judge` in its own, so a student who monkeypatches
 `torch.allclose` or this package only fools the kernel's copy, never the grade.
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
 import math
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,8 +26,9 @@ from typing import Any
 import numpy as np
 
 from autograder.catalog import describe
+from autograder.probe.plain import ERROR_SUFFIX
 
-ERROR_SUFFIX = "!"  # observed[key + "!"] holds the error text when computing observed[key] failed
+MARKERS = ("!missing", "!exec", "!imported")  # observed data of an answer that never ran
 
 
 @dataclass
@@ -121,38 +121,62 @@ class Scorer:
 
 
 class CellSpec:
-    """Base class of the graded checks of one answer cell; subclasses fill the three steps."""
+    """Base class of the graded checks of one answer cell; subclasses fill the steps.
+
+    `probe_module` and `probe_function` name the probe: `autograder.probe.<module>.<function>`
+    (see `autograder.checks.probe_callable`).
+    """
 
     notebook: str = ""
     grade_id: str = ""
     names: tuple[str, ...] = ()
     points: float = 0.0  # must equal the sum of the check points and the test cell's points
+    probe_module: str = ""  # "nb05", "values", ...
+    probe_function: str = ""  # "probe_head", "probe_values", ...
 
     def cases(self) -> dict[str, Any]:
-        raise NotImplementedError
-
-    def probe(self, ns: dict[str, Any], cases: dict[str, Any]) -> dict[str, Any]:
         raise NotImplementedError
 
     def judge(self, cases: dict[str, Any], observed: dict[str, Any]) -> CellResult:
         raise NotImplementedError
 
+    def probe(self, ns: dict[str, Any], cases: dict[str, Any]) -> dict[str, Any]:
+        """Run this spec's probe here (a shortcut for `probe_callable(spec)(ns, cases)`)."""
+        from autograder.checks import probe_callable
+
+        return probe_callable(self)(ns, cases)
+
     def missing_names(self, ns: dict[str, Any]) -> list[str]:
         return [n for n in self.names if n not in ns]
 
     def evaluate(self, cases: dict[str, Any], observed: dict[str, Any]) -> CellResult:
-        """judge(), or zero points with the reason when the answer never ran."""
-        if "!missing" in observed or "!exec" in observed:
-            if "!missing" in observed:
-                names = ", ".join(observed["!missing"])
-                problem = f"{names} is not defined: run the answer cell, and keep its names."
-            else:
-                problem = f"the answer cell raised {observed['!exec']}"
-            scorer = Scorer(self.grade_id)
-            return scorer.fail_all(
-                [("the answer cell runs and defines its names", self.points)], problem
-            )
-        return self.judge(cases, observed)
+        """judge(), or zero points with the reason when the answer never ran or was imported."""
+        problem, mistake = _never_ran(observed)
+        if not problem:
+            return self.judge(cases, observed)
+        scorer = Scorer(self.grade_id)
+        result = scorer.fail_all(
+            [("the answer cell runs and defines its names", self.points)], problem
+        )
+        if mistake:
+            scorer.name(mistake)
+        return result
+
+
+def _never_ran(observed: dict[str, Any]) -> tuple[str, str]:
+    """(problem in words, catalog id or '') for the markers of an answer that never ran."""
+    if "!imported" in observed:
+        names = ", ".join(str(n) for n in observed["!imported"])
+        return (
+            f"{names} is imported, not written in the answer cell: define it there yourself.",
+            "imported-answer",
+        )
+    if "!missing" in observed:
+        names = ", ".join(str(n) for n in observed["!missing"])
+        return f"{names} is not defined: run the answer cell, and keep its names.", ""
+    if "!exec" in observed:
+        return f"the answer cell raised {observed['!exec']}", ""
+    return "", ""
 
 
 class FunctionSpec(CellSpec):
@@ -179,18 +203,13 @@ class FunctionSpec(CellSpec):
     def cases(self) -> dict[str, Any]:
         return {"args": self.make_cases()}
 
-    def probe(self, ns: dict[str, Any], cases: dict[str, Any]) -> dict[str, Any]:
-        import copy
-
-        fn = ns[self.function]
-        observed: dict[str, Any] = {}
-        for key, args in cases["args"].items():
-            attempt(observed, key, lambda args=args: fn(*copy.deepcopy(args)))
-        return observed
+    def call_args(self, case: Any) -> tuple:
+        """The arguments the probe passes for one case (plain data -> the call's arguments)."""
+        return tuple(case)
 
     def judge(self, cases: dict[str, Any], observed: dict[str, Any]) -> CellResult:
         scorer = Scorer(self.grade_id)
-        args = cases["args"]
+        args = {k: self.call_args(a) for k, a in cases["args"].items()}
         expected = {k: self.reference(*a) for k, a in args.items()}
         all_ok = True
         for name, points, keys in self.groups:
@@ -211,64 +230,6 @@ class FunctionSpec(CellSpec):
         from autograder.checks.diagnostics import diagnose_variants
 
         return diagnose_variants(list(self.variants().items()), args, observed, self.dtype)
-
-
-# ---- helpers for probes (untrusted side) -------------------------------------------------
-
-
-def attempt(observed: dict[str, Any], key: str, fn: Callable[[], Any]) -> Any:
-    """Run fn(); store its plain value under key, or its error text under key + '!'."""
-    try:
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                value = fn()
-    except (Exception, SystemExit) as err:  # a student's answer may raise anything
-        observed[key + ERROR_SUFFIX] = error_text(err)
-        return None
-    observed[key] = to_plain(value)
-    return value
-
-
-def error_text(err: BaseException) -> str:
-    text = f"{type(err).__name__}: {err}"
-    return text if len(text) <= 300 else text[:297] + "..."
-
-
-def to_plain(value: Any, depth: int = 0) -> Any:
-    """Tensors to numpy arrays, containers recursively; anything else to a short repr."""
-    if depth > 6:
-        return {"__repr__": "<nested too deep>"}
-    if isinstance(value, (bool, int, float, str)) or value is None:
-        return value
-    if isinstance(value, np.ndarray):
-        return value
-    if isinstance(value, np.generic):
-        return value.item()
-    try:
-        import torch
-    except ImportError:  # pragma: no cover - torch is always present where answers run
-        torch = None
-    if torch is not None:
-        if isinstance(value, torch.Tensor):
-            t = value.detach()
-            if t.device.type != "cpu":
-                t = t.to("cpu") if t.device.type != "meta" else t
-            if t.device.type == "meta":
-                return {"__meta__": list(t.shape), "dtype": str(t.dtype)}
-            if t.dtype == torch.bfloat16:
-                t = t.float()
-            return t.numpy().copy()
-        if isinstance(value, (torch.device, torch.dtype)):
-            return str(value)
-        if isinstance(value, torch.Size):
-            return [int(v) for v in value]
-    if isinstance(value, (list, tuple)):
-        return [to_plain(v, depth + 1) for v in value]
-    if isinstance(value, dict):
-        return {str(k): to_plain(v, depth + 1) for k, v in value.items()}
-    text = repr(value)
-    return {"__repr__": text[:200]}
 
 
 # ---- helpers for judges (trusted side) ---------------------------------------------------

@@ -72,6 +72,7 @@ def column_softmax(x: torch.Tensor) -> torch.Tensor:
 
 class _Average(FunctionSpec):
     notebook = NOTEBOOK
+    probe_module = "nb01"
     points = 3.0
     groups = [
         ("equals the running mean of the past, (B,T,C) = (3,5,7)", 1.0, ["B3_T5_C7"]),
@@ -105,6 +106,7 @@ class AverageLoop(_Average):
     grade_id = "average-loop"
     names = ("average_loop",)
     function = "average_loop"
+    probe_function = "probe_average_loop"
 
     def variants(self) -> dict[str, Callable[..., Any]]:
         return {
@@ -117,6 +119,7 @@ class AverageMatmul(_Average):
     grade_id = "average-matmul"
     names = ("average_matmul",)
     function = "average_matmul"
+    probe_function = "probe_average_matmul"
 
     def variants(self) -> dict[str, Callable[..., Any]]:
         return {
@@ -130,6 +133,7 @@ class AverageSoftmax(_Average):
     grade_id = "average-softmax"
     names = ("average_softmax",)
     function = "average_softmax"
+    probe_function = "probe_average_softmax"
 
     def variants(self) -> dict[str, Callable[..., Any]]:
         return {

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import math
 from typing import Any
 
@@ -10,7 +9,7 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-from autograder.checks.base import CellResult, CellSpec, FunctionSpec, Scorer, attempt, close
+from autograder.checks.base import CellResult, CellSpec, FunctionSpec, Scorer, close
 from autograder.checks.diagnostics import Variant, diagnose_variants
 
 NOTEBOOK = "02_queries_and_keys.ipynb"
@@ -19,25 +18,32 @@ LECTURE_SIZES = (4, 8, 32, 16)  # B, T, C, head_size of the lecture's toy
 # ---- shared by the checks of notebooks 02-04 ---------------------------------------------
 
 
-def projection(C: int, hs: int, g: torch.Generator, bias: bool = False) -> nn.Linear:
-    """nn.Linear(C, hs) with weights drawn from `g`: scores of order one, never exactly tied."""
-    # Built on the meta device, so that making cases never draws from the global generator.
-    layer = nn.Linear(C, hs, bias=bias, device="meta").to_empty(device="cpu")
-    with torch.no_grad():
-        layer.weight.copy_(torch.randn(hs, C, generator=g) * C**-0.5)
-        if bias:
-            layer.bias.copy_(torch.randn(hs, generator=g))
-    return layer
+PROJECTION_NAMES = ("key", "query", "value")
+
+
+def projection_weight(C: int, hs: int, g: torch.Generator) -> torch.Tensor:
+    """The (hs, C) weight of a bias-free projection: scores of order one, never exactly tied."""
+    return torch.randn(hs, C, generator=g) * C**-0.5
 
 
 def head_inputs(sizes: dict[str, tuple[int, int, int, int]], seed: int, n_proj: int) -> dict:
-    """case key -> (x, key, query[, value]) for each (B, T, C, hs)."""
+    """case key -> {"x", "key", "query"[, "value"]} (weights as tensors) for each (B, T, C, hs)."""
     g = torch.Generator().manual_seed(seed)
     cases = {}
     for name, (B, T, C, hs) in sizes.items():
-        x = torch.randn(B, T, C, generator=g)
-        cases[name] = (x, *(projection(C, hs, g) for _ in range(n_proj)))
+        case = {"x": torch.randn(B, T, C, generator=g)}
+        for proj in PROJECTION_NAMES[:n_proj]:
+            case[proj] = projection_weight(C, hs, g)
+        cases[name] = case
     return cases
+
+
+def modules_of(case: dict[str, Any]) -> tuple:
+    """(x, key, query[, value]) with the projections as nn.Linear, as the probe calls them."""
+    from autograder.probe.modules import linear
+
+    names = [n for n in PROJECTION_NAMES if n in case]
+    return (case["x"], *(linear(case[n]) for n in names))
 
 
 def sign_symmetric(observed: dict[str, Any], key: str, sign: float) -> bool | None:
@@ -166,13 +172,10 @@ class ShapeTable(CellSpec):
         ("out is (B, T, head_size)", 1.0, ["out"]),
     ]
 
-    def cases(self) -> dict[str, Any]:
-        return {"sizes": LECTURE_SIZES}
+    probe_module, probe_function = "values", "probe_values"
 
-    def probe(self, ns: dict[str, Any], cases: dict[str, Any]) -> dict[str, Any]:
-        observed: dict[str, Any] = {}
-        attempt(observed, "SHAPES", lambda: dict(ns["SHAPES"]))
-        return observed
+    def cases(self) -> dict[str, Any]:
+        return {"sizes": LECTURE_SIZES, "names": list(self.names)}
 
     def judge(self, cases: dict[str, Any], observed: dict[str, Any]) -> CellResult:
         scorer = Scorer(self.grade_id)
@@ -209,13 +212,10 @@ class ParamCount(CellSpec):
     points = 1.0
     check_name = "N_PARAMS counts the weights of key, query and value for C = 32, head_size = 16"
 
-    def cases(self) -> dict[str, Any]:
-        return {"C": 32, "hs": 16}
+    probe_module, probe_function = "values", "probe_values"
 
-    def probe(self, ns: dict[str, Any], cases: dict[str, Any]) -> dict[str, Any]:
-        observed: dict[str, Any] = {}
-        attempt(observed, "N_PARAMS", lambda: ns["N_PARAMS"])
-        return observed
+    def cases(self) -> dict[str, Any]:
+        return {"C": 32, "hs": 16, "names": list(self.names)}
 
     def judge(self, cases: dict[str, Any], observed: dict[str, Any]) -> CellResult:
         scorer = Scorer(self.grade_id)
@@ -258,18 +258,19 @@ class Affinities(FunctionSpec):
     ]
     flip_case = "B3_T5_C12_hs7"
 
-    def make_cases(self) -> dict[str, tuple]:
+    probe_module, probe_function = "nb02", "probe_affinities"
+
+    def make_cases(self) -> dict[str, Any]:
         return head_inputs(self.sizes, seed=202, n_proj=2)
+
+    def cases(self) -> dict[str, Any]:
+        return {"args": self.make_cases(), "flip": self.flip_case}
+
+    def call_args(self, case: dict[str, Any]) -> tuple:
+        return modules_of(case)
 
     def reference(self, x, key, query):
         return scores(x, key, query)
-
-    def probe(self, ns: dict[str, Any], cases: dict[str, Any]) -> dict[str, Any]:
-        observed = super().probe(ns, cases)
-        x, *modules = copy.deepcopy(cases["args"][self.flip_case])
-        fn = ns[self.function]
-        attempt(observed, "flip:" + self.flip_case, lambda: fn(-x, *modules))
-        return observed
 
     def extra_checks(self, scorer: Scorer, cases: dict[str, Any], observed: dict[str, Any]) -> bool:
         even = sign_symmetric(observed, self.flip_case, 1.0)

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from autograder.checks.base import CellResult, CellSpec, FunctionSpec, Scorer, attempt
+from autograder.checks.base import CellResult, CellSpec, FunctionSpec, Scorer
 from autograder.checks.diagnostics import Variant, diagnose_variants
 from autograder.checks.nb02 import _as_int
 
@@ -87,6 +87,7 @@ class MaskThenSoftmax(FunctionSpec):
     grade_id = "mask-then-softmax"
     names = ("mask_then_softmax",)
     function = "mask_then_softmax"
+    probe_module, probe_function = "nb03", "probe_mask_then_softmax"
     points = 5.0
     shapes = {
         "B3_T5": (3, 5, 5),
@@ -116,16 +117,11 @@ class MaskThenSoftmax(FunctionSpec):
         other = 5.0 * torch.randn(scores.shape, generator=g)
         future = ~_tril(scores)
         cases["future"] = torch.where(future, other, scores)  # same past, different future
+        cases["main"] = self.main
         return cases
 
     def reference(self, scores):
         return causal_softmax(scores)
-
-    def probe(self, ns: dict[str, Any], cases: dict[str, Any]) -> dict[str, Any]:
-        observed = super().probe(ns, cases)
-        fn = ns[self.function]
-        attempt(observed, "future:" + self.main, lambda: fn(cases["future"].clone()))
-        return observed
 
     def extra_checks(self, scorer: Scorer, cases: dict[str, Any], observed: dict[str, Any]) -> bool:
         outs = [observed.get(k) for k in ("B3_T5", "B4_T4", "T6_2d")]
@@ -175,19 +171,12 @@ class NonzeroCount(CellSpec):
     notebook = NOTEBOOK
     grade_id = "nonzero-count"
     names = ("NONZERO", "n_visible")
+    probe_module, probe_function = "nb03", "probe_nonzero_count"
     points = 2.0
     sizes = (1, 2, 3, 5, 8, 13, 64, 257)
 
     def cases(self) -> dict[str, Any]:
         return {"T": 8, "sizes": self.sizes}
-
-    def probe(self, ns: dict[str, Any], cases: dict[str, Any]) -> dict[str, Any]:
-        observed: dict[str, Any] = {}
-        attempt(observed, "NONZERO", lambda: ns["NONZERO"])
-        fn = ns["n_visible"]
-        for T in cases["sizes"]:
-            attempt(observed, f"n_visible({T})", lambda T=T: fn(T))
-        return observed
 
     def judge(self, cases: dict[str, Any], observed: dict[str, Any]) -> CellResult:
         scorer = Scorer(self.grade_id)

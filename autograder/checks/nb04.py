@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import numpy as np
 import torch
 
-from autograder.checks.base import CellResult, FunctionSpec, Scorer, attempt, close
+from autograder.checks.base import CellResult, FunctionSpec, Scorer, close
 from autograder.checks.diagnostics import Variant, diagnose_variants
 from autograder.checks.nb02 import (
     LECTURE_SIZES,
     SCORE_VARIANTS,
     head_inputs,
+    modules_of,
     scores,
     sign_symmetric,
 )
@@ -74,6 +74,7 @@ class Attend(FunctionSpec):
     grade_id = "attend"
     names = ("attend",)
     function = "attend"
+    probe_module, probe_function = "nb04", "probe_attend"
     points = 5.0
     sizes = {
         "B3_T5_C12_hs7": (3, 5, 12, 7),
@@ -94,32 +95,27 @@ class Attend(FunctionSpec):
     main = "B3_T5_C12_hs7"
     cut = 3  # tokens from here on are changed in the causality case
 
-    def make_cases(self) -> dict[str, tuple]:
+    def make_cases(self) -> dict[str, Any]:
         return head_inputs(self.sizes, seed=404, n_proj=3)
+
+    def call_args(self, case: dict[str, Any]) -> tuple:
+        return modules_of(case)
 
     def cases(self) -> dict[str, Any]:
         cases = super().cases()
-        x, *_ = cases["args"][self.main]
+        x = cases["args"][self.main]["x"]
         g = torch.Generator().manual_seed(405)
         later = x.clone()
         later[:, self.cut :] = 3.0 * torch.randn(later[:, self.cut :].shape, generator=g)
         cases["future"] = later  # the same first tokens, a different future
+        cases["main"] = self.main
         return cases
 
     def reference(self, x, key, query, value):
         return attention(x, key, query, value)
 
-    def probe(self, ns: dict[str, Any], cases: dict[str, Any]) -> dict[str, Any]:
-        observed = super().probe(ns, cases)
-        x, *modules = cases["args"][self.main]
-        fn = ns[self.function]
-        flip, future = (copy.deepcopy((tensor, *modules)) for tensor in (-x, cases["future"]))
-        attempt(observed, "flip:" + self.main, lambda: fn(*flip))
-        attempt(observed, "future:" + self.main, lambda: fn(*future))
-        return observed
-
     def extra_checks(self, scorer: Scorer, cases: dict[str, Any], observed: dict[str, Any]) -> bool:
-        x, _, _, value = cases["args"][self.main]
+        x, _, _, value = modules_of(cases["args"][self.main])
         with torch.no_grad():
             v0 = value(x)[:, 0].numpy()  # (B,hs)
         out = observed.get(self.main)
@@ -159,7 +155,7 @@ class Attend(FunctionSpec):
     def judge(self, cases: dict[str, Any], observed: dict[str, Any]) -> CellResult:
         result = super().judge(cases, observed)
         if result.score < result.max_score:
-            args = cases["args"]
+            args = {k: modules_of(a) for k, a in cases["args"].items()}
             if all(close(observed.get(k), scaled(*a)) for k, a in args.items()):
                 result.checks[0].detail += (
                     " Your output is scaled by head_size ** -0.5: version 4 has no scale yet "

@@ -1,11 +1,7 @@
 """Checks of notebook 05, the Head: scale, buffer, crop, dropout, device, in-place masking.
 
-The probe builds the student's `Head` for each configuration, loads the case's weights into
-`key`, `query` and `value` (and the case's biases, when the student's projections have one, so
-that a head with bias is recognisable from its outputs), and records outputs and structure:
-parameter and buffer names, what the `dropout` submodule is applied to (a forward hook), the
-head on the `meta` device, the mask before and after a forward pass. The judge computes every
-reference from the same weights.
+The probe (`autograder.probe.nb05`) builds the student's `Head` with the case's weights and
+records outputs and structure; the judge computes every reference from the same weights.
 """
 
 from __future__ import annotations
@@ -16,7 +12,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from autograder.checks.base import CellSpec, Scorer, attempt, close, why_not
+from autograder.checks.base import CellSpec, Scorer, close, why_not
 
 NOTEBOOK = "05_the_head.ipynb"
 PROJECTIONS = ("key", "query", "value")
@@ -66,7 +62,14 @@ def _cases() -> dict[str, Any]:
     future = inputs[PROPERTY].clone()
     future[:, FUTURE_FROM:] = torch.randn(future[:, FUTURE_FROM:].shape, generator=g)
     inputs["A_future"] = future
-    return {"configs": dict(CONFIGS), "inputs_of": dict(INPUTS), "weights": weights, "x": inputs}
+    return {
+        "configs": dict(CONFIGS),
+        "inputs_of": dict(INPUTS),
+        "weights": weights,
+        "x": inputs,
+        "property": PROPERTY,
+        "dropout_p": DROPOUT_P,
+    }
 
 
 # ---- references (trusted side) ------------------------------------------------------------
@@ -146,135 +149,6 @@ OUTPUT_MISTAKES: list[tuple[str, dict[str, Any]]] = [
 ]
 
 
-# ---- probe (untrusted side) ----------------------------------------------------------------
-
-
-def _build(Head: Any, cfg: tuple[int, int, int], w: dict[str, Any], dropout: float | None = None):
-    """The student's Head for `cfg` with the case's weights loaded (and biases, if it has any)."""
-    n_embd, hs, block_size = cfg
-    head = (
-        Head(n_embd, hs, block_size)
-        if dropout is None
-        else Head(n_embd, hs, block_size, dropout=dropout)
-    )
-    with torch.no_grad():
-        for proj in PROJECTIONS:
-            layer = getattr(head, proj)
-            layer.weight.copy_(w[proj])
-            if getattr(layer, "bias", None) is not None:
-                layer.bias.copy_(w[proj + "_bias"])
-    return head
-
-
-class _DropoutSpy:
-    """Forward hook on the student's `dropout` submodule: what goes in, what comes out."""
-
-    def __init__(self, module: Any) -> None:
-        self.calls: list[dict[str, Any]] = []
-        self.handle = module.register_forward_hook(self._hook)
-
-    def _hook(self, module: Any, inputs: tuple, output: Any) -> None:
-        if len(self.calls) < 4:
-            first = inputs[0] if inputs else None
-            self.calls.append({"input": first.detach().clone(), "output": output.detach().clone()})
-
-    def remove(self) -> list[dict[str, Any]]:
-        self.handle.remove()
-        return self.calls
-
-
-def probe_head(ns: dict[str, Any], cases: dict[str, Any]) -> dict[str, Any]:
-    Head = ns["Head"]
-    configs, weights, xs = cases["configs"], cases["weights"], cases["x"]
-    obs: dict[str, Any] = {}
-    cfg_a, w_a = configs["A"], weights["A"]
-
-    def structure() -> dict[str, Any]:
-        head = Head(*cfg_a)
-        subs = {}
-        for name in (*PROJECTIONS, "dropout"):
-            sub = getattr(head, name, None)
-            subs[name] = "" if sub is None else type(sub).__name__
-        is_linear = {n: isinstance(getattr(head, n, None), torch.nn.Linear) for n in PROJECTIONS}
-        tril = getattr(head, "tril", None)
-        return {
-            "submodules": subs,
-            "linear": is_linear,
-            "dropout_module": isinstance(getattr(head, "dropout", None), torch.nn.Dropout),
-            "params": {n: list(p.shape) for n, p in head.named_parameters()},
-            "buffers": {n: list(b.shape) for n, b in head.named_buffers()},
-            "state_keys": list(head.state_dict()),
-            "tril": tril if isinstance(tril, torch.Tensor) else None,
-        }
-
-    attempt(obs, "structure", structure)
-
-    def tril_device_after_meta() -> str:
-        head = Head(*cfg_a)
-        head.to("meta")
-        tril = getattr(head, "tril", None)
-        return str(tril.device) if isinstance(tril, torch.Tensor) else "missing"
-
-    attempt(obs, "tril_meta", tril_device_after_meta)
-
-    def run(key: str, x_key: str | None = None) -> Any:
-        cfg_name = cases["inputs_of"][key][0] if key in cases["inputs_of"] else "A"
-        head = _build(Head, configs[cfg_name], weights[cfg_name])
-        head.eval()
-        with torch.no_grad():
-            return head(xs[x_key or key].clone())
-
-    for key in OUTPUT_KEYS:
-        attempt(obs, key, lambda key=key: run(key))
-    attempt(obs, "A_future", lambda: run(PROPERTY, "A_future"))
-
-    def dropout_eval(p: float | None) -> dict[str, Any]:
-        head = _build(Head, cfg_a, w_a, dropout=p)
-        head.eval()
-        spy = _DropoutSpy(head.dropout)
-        with torch.no_grad():
-            out = head(xs[PROPERTY].clone())
-        return {"out": out, "calls": spy.remove()}
-
-    attempt(obs, "drop_eval_p0", lambda: dropout_eval(None))
-    attempt(obs, "drop_eval_p5", lambda: dropout_eval(DROPOUT_P))
-
-    def dropout_train() -> dict[str, Any]:
-        head = _build(Head, cfg_a, w_a, dropout=DROPOUT_P)
-        head.train()
-        spy = _DropoutSpy(head.dropout)
-        torch.manual_seed(0)
-        with torch.no_grad():
-            out = head(xs[PROPERTY].clone())
-        return {"out": out, "calls": spy.remove()}
-
-    attempt(obs, "drop_train", dropout_train)
-
-    def on_meta() -> dict[str, Any]:
-        head = _build(Head, cfg_a, w_a)
-        head.eval()
-        head.to("meta")
-        out = head(torch.empty(xs["A_full"].shape, device="meta"))
-        return {"device": str(out.device), "shape": list(out.shape)}
-
-    attempt(obs, "meta", on_meta)
-
-    def twice() -> dict[str, Any]:
-        head = _build(Head, cfg_a, w_a)
-        head.eval()
-        before = getattr(head, "tril", None)
-        before = before.detach().clone() if isinstance(before, torch.Tensor) else None
-        with torch.no_grad():
-            first = head(xs[PROPERTY].clone())
-            second = head(xs[PROPERTY].clone())
-        after = getattr(head, "tril", None)
-        after = after.detach().clone() if isinstance(after, torch.Tensor) else None
-        return {"first": first, "second": second, "tril_before": before, "tril_after": after}
-
-    attempt(obs, "twice", twice)
-    return obs
-
-
 # ---- judge (trusted side) -------------------------------------------------------------------
 
 
@@ -309,12 +183,10 @@ class HeadSpec(CellSpec):
     names = ("Head",)
     points = 11.0
     dtype = "float32"
+    probe_module, probe_function = "nb05", "probe_head"
 
     def cases(self) -> dict[str, Any]:
         return _cases()
-
-    def probe(self, ns: dict[str, Any], cases: dict[str, Any]) -> dict[str, Any]:
-        return probe_head(ns, cases)
 
     def judge(self, cases: dict[str, Any], observed: dict[str, Any]) -> Any:
         s = Scorer(self.grade_id)

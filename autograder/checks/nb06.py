@@ -1,9 +1,9 @@
 """Checks of notebook 06, experiments: capture a head's weights, remove the mask, drop the value.
 
-The probes build heads from the case weights (a trusted reference `Head` for
-`capture_attention`, the student's classes for the other two), run them and record outputs,
-weights, hooks and parameter names. The judges recompute every reference from the same
-weights, so nothing can pass by luck or by hard-coding a number.
+The probes (`autograder.probe.nb06`) build heads from the case weights (the course's `Head`
+for `capture_attention`, the student's classes for the other two), run them and record
+outputs, weights, hooks and parameter names. The judges recompute every reference from the
+same weights, so nothing can pass by luck or by hard-coding a number.
 """
 
 from __future__ import annotations
@@ -14,12 +14,11 @@ from typing import Any
 
 import numpy as np
 import torch
-import torch.nn as nn
 from torch.nn import functional as F
 
-from autograder.checks.base import CellResult, CellSpec, Scorer, attempt, close, why_not
+from autograder.checks.base import CellResult, CellSpec, Scorer, close, why_not
 from autograder.checks.diagnostics import match_mistakes
-from autograder.checks.reference import ReferenceHead
+from autograder.probe.modules import CourseHead as ReferenceHead  # noqa: F401 (tests patch it)
 
 NOTEBOOK = "06_experiments.ipynb"
 
@@ -41,9 +40,9 @@ def _head_cases(seed: int) -> dict[str, dict[str, Any]]:
     for key, (B, T, C, hs, bs) in SIZES.items():
         cases[key] = {
             "x": torch.randn(B, T, C, generator=g),
-            "wk": torch.randn(hs, C, generator=g) * C**-0.5,
-            "wq": torch.randn(hs, C, generator=g) * C**-0.5,
-            "wv": torch.randn(hs, C, generator=g) * C**-0.5,
+            "key": torch.randn(hs, C, generator=g) * C**-0.5,
+            "query": torch.randn(hs, C, generator=g) * C**-0.5,
+            "value": torch.randn(hs, C, generator=g) * C**-0.5,
             "block_size": bs,
         }
     return cases
@@ -64,8 +63,8 @@ def weights(
 ) -> torch.Tensor:
     """Attention weights (B,T,T) for case c; the keywords produce the catalog's mistakes."""
     x = c["x"].double()
-    k = x @ c["wk"].double().T  # (B,T,hs)
-    q = x @ c["wq"].double().T  # (B,T,hs)
+    k = x @ c["key"].double().T  # (B,T,hs)
+    q = x @ c["query"].double().T  # (B,T,hs)
     hs, C = k.shape[-1], x.shape[-1]
     factor = {"hs": hs**-0.5, "none": 1.0, "C": C**-0.5, "no-sqrt": 1.0 / hs}[scale]
     wei = q @ k.transpose(-2, -1) * factor  # (B,T,hs) @ (B,hs,T) -> (B,T,T)
@@ -89,87 +88,10 @@ def head_output(c: dict[str, Any], aggregate: str = "v", **kw: Any) -> torch.Ten
     wei = weights(c, **kw)
     x = c["x"].double()
     if aggregate == "v":
-        return wei @ (x @ c["wv"].double().T)  # (B,T,T) @ (B,T,hs) -> (B,T,hs)
+        return wei @ (x @ c["value"].double().T)  # (B,T,T) @ (B,T,hs) -> (B,T,hs)
     if aggregate == "x":
         return wei @ x  # (B,T,T) @ (B,T,C) -> (B,T,C)
     return x @ wei  # wrong order: (B,T,C) @ (B,T,T), runs only when C == T
-
-
-# ---- helpers used inside probes (they only build, run and record) ------------------------
-
-
-def load_weights(head: nn.Module, c: dict[str, Any], names: tuple[str, ...]) -> nn.Module:
-    """Copy the case's key/query/value weights into the same-named nn.Linear submodules."""
-    with torch.no_grad():
-        for name in names:
-            getattr(head, name).weight.copy_(c["w" + name[0]])
-    return head.eval()
-
-
-def hook_count(module: nn.Module) -> int:
-    """Hooks attached to the module or any submodule, plus global module hooks."""
-    from torch.nn.modules import module as module_mod
-
-    total = 0
-    for m in module.modules():
-        for attr in ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks"):
-            total += len(getattr(m, attr, {}))
-    for attr in ("_global_forward_hooks", "_global_forward_pre_hooks"):
-        total += len(getattr(module_mod, attr, {}))
-    return total
-
-
-def dropout_input(head: nn.Module, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Run head(x) and record what its `dropout` submodule received (the weights)."""
-    seen: list[torch.Tensor] = []
-    handle = head.dropout.register_forward_hook(lambda m, i, o: seen.append(i[0].detach()))
-    try:
-        with torch.no_grad():
-            out = head(x)
-    finally:
-        handle.remove()
-    return out, (seen[-1] if seen else None)
-
-
-def peeking_run(cls: type, c: dict[str, Any]) -> dict[str, float]:
-    """Train a tiny CharModel with head class `cls` on i.i.d. random tokens.
-
-    Random tokens cannot be predicted from the past: an honest model cannot beat ln V. A head
-    that sees the future can read the next token. Returns the teacher-forced loss (targets
-    inside the window, as in training) and the causal loss (position t from tokens 0..t only).
-    """
-    from attention_course.charmodel import CharModel
-
-    tokens, V, T, C, hs = c["tokens"], c["vocab"], c["block_size"], c["n_embd"], c["head_size"]
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        torch.manual_seed(c["seed"])
-        model = CharModel(V, C, T, cls(C, hs, T), hs)
-        optimizer = torch.optim.AdamW(model.parameters(), lr=c["lr"])
-        g = torch.Generator().manual_seed(c["seed"])
-
-        def batch(n: int) -> tuple[torch.Tensor, torch.Tensor]:
-            ix = torch.randint(len(tokens) - T - 1, (n,), generator=g).tolist()
-            x = torch.stack([tokens[i : i + T] for i in ix])  # (n,T)
-            y = torch.stack([tokens[i + 1 : i + T + 1] for i in ix])  # (n,T)
-            return x, y
-
-        for _ in range(c["steps"]):
-            x, y = batch(c["batch_size"])
-            _, loss = model(x, y)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
-        model.eval()
-        x, y = batch(c["eval_batch"])
-        with torch.no_grad():
-            teacher = model(x, y)[1].item()
-            last = [model(x[:, : t + 1])[0][:, -1, :] for t in range(T)]  # T x (n,V)
-            causal = F.cross_entropy(torch.stack(last, 1).flatten(0, 1), y.flatten()).item()
-        return {"teacher": float(teacher), "causal": float(causal)}
-    finally:
-        torch.set_num_threads(threads)
 
 
 def _peek_case() -> dict[str, Any]:
@@ -223,6 +145,7 @@ def _group_check(
 class CaptureAttention(CellSpec):
     notebook = NOTEBOOK
     grade_id = "capture-attention"
+    probe_module, probe_function = "nb06", "probe_capture_attention"
     names = ("capture_attention",)
     points = 5.0
 
@@ -232,22 +155,6 @@ class CaptureAttention(CellSpec):
         unmasked["causal"] = False
         heads["unmasked"] = unmasked
         return {"heads": heads}
-
-    def probe(self, ns: dict[str, Any], cases: dict[str, Any]) -> dict[str, Any]:
-        fn = ns["capture_attention"]
-        observed: dict[str, Any] = {}
-        for key, c in cases["heads"].items():
-            B, T, C = c["x"].shape
-            hs = c["wk"].shape[0]
-            head = ReferenceHead(C, hs, c["block_size"], causal=c.get("causal", True))
-            load_weights(head, c, ("key", "query", "value"))
-            forward = type(head).forward
-            before = hook_count(head)
-            attempt(observed, key, lambda head=head, x=c["x"]: fn(head, x.clone()))
-            observed[key + ":hooks"] = hook_count(head) - before
-            observed[key + ":class"] = type(head).forward is forward
-            attempt(observed, key + ":out", lambda head=head, x=c["x"]: head(x))
-        return observed
 
     def judge(self, cases: dict[str, Any], observed: dict[str, Any]) -> CellResult:
         scorer = Scorer(self.grade_id)
@@ -327,27 +234,12 @@ _UNMASKED_VARIANTS: dict[str, Callable[[dict[str, Any]], Any]] = {
 class UnmaskedHeadSpec(CellSpec):
     notebook = NOTEBOOK
     grade_id = "unmasked-head"
+    probe_module, probe_function = "nb06", "probe_unmasked_head"
     names = ("UnmaskedHead",)
     points = 5.0
 
     def cases(self) -> dict[str, Any]:
         return {"heads": _head_cases(63), "peek": _peek_case()}
-
-    def probe(self, ns: dict[str, Any], cases: dict[str, Any]) -> dict[str, Any]:
-        cls = ns["UnmaskedHead"]
-        observed: dict[str, Any] = {}
-        for key, c in cases["heads"].items():
-            B, T, C = c["x"].shape
-            hs = c["wk"].shape[0]
-
-            def run(c=c, C=C, hs=hs) -> tuple[torch.Tensor, torch.Tensor | None]:
-                head = load_weights(cls(C, hs, c["block_size"]), c, ("key", "query", "value"))
-                return dropout_input(head, c["x"].clone())
-
-            if attempt(observed, key, run) is not None:
-                observed[key], observed[key + ":wei"] = observed[key]
-        attempt(observed, "peek", lambda: peeking_run(cls, cases["peek"]))
-        return observed
 
     def judge(self, cases: dict[str, Any], observed: dict[str, Any]) -> CellResult:
         scorer = Scorer(self.grade_id)
@@ -428,40 +320,13 @@ _NO_VALUE_VARIANTS: dict[str, Callable[[dict[str, Any]], Any]] = {
 class NoValueHeadSpec(CellSpec):
     notebook = NOTEBOOK
     grade_id = "value-ablation"
+    probe_module, probe_function = "nb06", "probe_value_ablation"
     names = ("NoValueHead",)
     points = 4.0
 
     def cases(self) -> dict[str, Any]:
         g = torch.Generator().manual_seed(64)
         return {"heads": _head_cases(64), "idx": torch.randint(0, 11, (3, 5), generator=g)}
-
-    def probe(self, ns: dict[str, Any], cases: dict[str, Any]) -> dict[str, Any]:
-        from attention_course.charmodel import CharModel
-
-        cls = ns["NoValueHead"]
-        observed: dict[str, Any] = {}
-        for key, c in cases["heads"].items():
-            B, T, C = c["x"].shape
-            hs = c["wk"].shape[0]
-
-            def build(c=c, C=C, hs=hs) -> nn.Module:
-                return load_weights(cls(C, hs, c["block_size"]), c, ("key", "query"))
-
-            head = attempt(observed, key + ":build", build)
-            if head is None:
-                observed[key + "!"] = observed[key + ":build!"]
-                continue
-            del observed[key + ":build"]
-            observed[key + ":params"] = {n: list(p.shape) for n, p in head.named_parameters()}
-            attempt(observed, key, lambda head=head, x=c["x"]: head(x.clone()))
-
-        def in_model() -> Any:
-            torch.manual_seed(0)
-            model = CharModel(11, 7, 8, cls(7, 4, 8), 7, residual=True)
-            return model(cases["idx"])[0].shape
-
-        attempt(observed, "model", in_model)
-        return observed
 
     def judge(self, cases: dict[str, Any], observed: dict[str, Any]) -> CellResult:
         scorer = Scorer(self.grade_id)
@@ -481,7 +346,7 @@ class NoValueHeadSpec(CellSpec):
         detail = ""
         for key, c in heads.items():
             params = observed.get(key + ":params")
-            hs, C = c["wk"].shape
+            hs, C = c["key"].shape
             if not isinstance(params, dict):
                 detail = f"on case {key}: could not build it: {why_not(observed, key, 0)}"
                 break

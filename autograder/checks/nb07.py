@@ -1,35 +1,32 @@
 """Checks of notebook 07, the Head on the GPU: device choice, memory, several heads, sdpa.
 
-- pick-device: the probe fakes what is available (cuda, mps, both, neither) by patching the
-  availability functions, and also calls `pick_device()` as it is.
+- pick-device: the probe fakes what is available (cuda, mps, both, neither).
 - weights-bytes: exact integers for several sizes and dtypes, positional and keyword.
 - multi-head: the layout documented in the notebook (`heads`, an nn.ModuleList of heads with
   `key`/`query`/`value`; `proj`, a Linear from n_head * head_size to n_embd); the probe records
   the student's own weights and outputs, and the judge rebuilds the output from those weights.
-- sdpa-forward: reference heads are passed in; the probe records the output and whether
-  `scaled_dot_product_attention` ran (a TorchFunctionMode sees every call, however imported).
+- sdpa-forward: course heads built from the case's weights are passed in; the probe records the
+  output and whether `scaled_dot_product_attention` ran.
 """
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import numpy as np
 import torch
-import torch.nn as nn
-import torch.nn.functional as F
-from torch.overrides import TorchFunctionMode
 
-from autograder.checks.base import CellSpec, Scorer, attempt, close, why_not
+from autograder.checks.base import CellSpec, Scorer, close, why_not
 from autograder.checks.nb05 import attention
-from autograder.checks.reference import ReferenceHead as Head
 
 NOTEBOOK = "07_head_on_gpu.ipynb"
 
 
-def _weights_of(head: nn.Module) -> dict[str, torch.Tensor]:
-    return {name: getattr(head, name).weight.detach().clone() for name in ("key", "query", "value")}
+PROJECTIONS = ("key", "query", "value")
+
+
+def _weights_of(head: dict[str, Any]) -> dict[str, torch.Tensor]:
+    return {name: head[name] for name in PROJECTIONS}
 
 
 # ---- pick-device ---------------------------------------------------------------------------
@@ -43,62 +40,15 @@ SCENARIOS: dict[str, tuple[bool, bool, str]] = {
 }
 
 
-def _patched_availability(cuda: bool, mps: bool) -> list[tuple[Any, str, Any]]:
-    """(object, attribute, replacement) for every way to ask what is available."""
-    patches: list[tuple[Any, str, Any]] = [
-        (torch.cuda, "is_available", lambda: cuda),
-        (torch.cuda, "device_count", lambda: 1 if cuda else 0),
-    ]
-    backends_mps = getattr(torch.backends, "mps", None)
-    if backends_mps is not None:
-        patches += [
-            (backends_mps, "is_available", lambda: mps),
-            (backends_mps, "is_built", lambda: mps),
-        ]
-    accelerator = getattr(torch, "accelerator", None)
-    if accelerator is not None:
-        kind = "cuda" if cuda else "mps" if mps else None
-        patches += [
-            (accelerator, "is_available", lambda: kind is not None),
-            (
-                accelerator,
-                "current_accelerator",
-                lambda *a, **k: torch.device(kind) if kind else None,
-            ),
-        ]
-    return patches
-
-
-def _describe_device(value: Any) -> dict[str, Any]:
-    if isinstance(value, torch.device):
-        return {"is_device": True, "type": value.type}
-    return {"is_device": False, "type": str(value)[:40]}
-
-
 class PickDeviceSpec(CellSpec):
     notebook = NOTEBOOK
     grade_id = "pick-device"
+    probe_module, probe_function = "nb07", "probe_pick_device"
     names = ("pick_device",)
     points = 2.0
 
     def cases(self) -> dict[str, Any]:
         return {"scenarios": dict(SCENARIOS)}
-
-    def probe(self, ns: dict[str, Any], cases: dict[str, Any]) -> dict[str, Any]:
-        fn = ns["pick_device"]
-        obs: dict[str, Any] = {}
-        for name, (cuda, mps, _) in cases["scenarios"].items():
-            patches = [p for p in _patched_availability(cuda, mps) if hasattr(p[0], p[1])]
-            saved = [(obj, attr, getattr(obj, attr)) for obj, attr, _ in patches]
-            try:
-                for obj, attr, new in patches:
-                    setattr(obj, attr, new)
-                attempt(obs, name, lambda: _describe_device(fn()))
-            finally:
-                for obj, attr, old in saved:
-                    setattr(obj, attr, old)
-        attempt(obs, "this machine", lambda: _describe_device(fn()))
-        return obs
 
     def judge(self, cases: dict[str, Any], observed: dict[str, Any]) -> Any:
         s = Scorer(self.grade_id)
@@ -133,34 +83,30 @@ class PickDeviceSpec(CellSpec):
 BYTES_CASES: dict[str, tuple[tuple, dict[str, Any]]] = {
     "B4_T8": ((4, 8), {}),
     "lecture config, 6 heads": ((64, 256, 6), {}),
-    "bf16 positional": ((2, 1024, 6, torch.bfloat16), {}),
-    "fp64 keyword": ((3, 5), {"n_head": 2, "dtype": torch.float64}),
-    "fp16 keyword": ((1, 4096), {"dtype": torch.float16}),
+    "bf16 positional": ((2, 1024, 6, "torch.bfloat16"), {}),
+    "fp64 keyword": ((3, 5), {"n_head": 2, "dtype": "torch.float64"}),
+    "fp16 keyword": ((1, 4096), {"dtype": "torch.float16"}),
     "T1": ((7, 1, 3), {}),
 }
 DEFAULT_GROUP = ["B4_T8", "lecture config, 6 heads", "T1"]
 DTYPE_GROUP = ["bf16 positional", "fp64 keyword", "fp16 keyword"]
 
 
-def expected_bytes(B: int, T: int, n_head: int = 1, dtype: torch.dtype = torch.float32) -> int:
-    return B * n_head * T * T * torch.empty((), dtype=dtype).element_size()
+def expected_bytes(B: int, T: int, n_head: int = 1, dtype: str = "torch.float32") -> int:
+    """Bytes of the (B, n_head, T, T) weights; the dtype by name, as the cases hold it."""
+    torch_dtype = getattr(torch, dtype.removeprefix("torch."))
+    return B * n_head * T * T * torch.empty((), dtype=torch_dtype).element_size()
 
 
 class WeightsBytesSpec(CellSpec):
     notebook = NOTEBOOK
     grade_id = "weights-bytes"
+    probe_module, probe_function = "nb07", "probe_weights_bytes"
     names = ("weights_bytes",)
     points = 2.0
 
     def cases(self) -> dict[str, Any]:
         return {"calls": dict(BYTES_CASES)}
-
-    def probe(self, ns: dict[str, Any], cases: dict[str, Any]) -> dict[str, Any]:
-        fn = ns["weights_bytes"]
-        obs: dict[str, Any] = {}
-        for key, (args, kwargs) in cases["calls"].items():
-            attempt(obs, key, lambda args=args, kwargs=kwargs: fn(*args, **kwargs))
-        return obs
 
     def judge(self, cases: dict[str, Any], observed: dict[str, Any]) -> Any:
         s = Scorer(self.grade_id)
@@ -207,16 +153,7 @@ def _mh_cases() -> dict[str, Any]:
     future = xs["A_main"].clone()
     future[:, MH_FUTURE_FROM:] = torch.randn(future[:, MH_FUTURE_FROM:].shape, generator=g)
     xs["A_future"] = future
-    return {"configs": dict(MH_CONFIGS), "inputs_of": dict(MH_INPUTS), "x": xs}
-
-
-def _linear_record(layer: Any) -> dict[str, Any]:
-    bias = getattr(layer, "bias", None)
-    return {
-        "linear": isinstance(layer, nn.Linear),
-        "weight": layer.weight,
-        "bias": bias if isinstance(bias, torch.Tensor) else None,
-    }
+    return {"configs": dict(MH_CONFIGS), "inputs_of": dict(MH_INPUTS), "x": xs, "dropout_p": 0.3}
 
 
 def multihead_reference(record: dict[str, Any], x: torch.Tensor) -> torch.Tensor:
@@ -242,49 +179,13 @@ def multihead_reference(record: dict[str, Any], x: torch.Tensor) -> torch.Tensor
 class MultiHeadSpec(CellSpec):
     notebook = NOTEBOOK
     grade_id = "multi-head"
+    probe_module, probe_function = "nb07", "probe_multi_head"
     names = ("MultiHead",)
     points = 4.0
     dtype = "float32"
 
     def cases(self) -> dict[str, Any]:
         return _mh_cases()
-
-    def probe(self, ns: dict[str, Any], cases: dict[str, Any]) -> dict[str, Any]:
-        MultiHead = ns["MultiHead"]
-        xs = cases["x"]
-        obs: dict[str, Any] = {}
-
-        def build(cfg: str, dropout: float = 0.0) -> Any:
-            torch.manual_seed(0)
-            mh = MultiHead(*cases["configs"][cfg], dropout=dropout)
-            mh.eval()
-            return mh
-
-        models = {}
-        for cfg in cases["configs"]:
-            models[cfg] = attempt(obs, f"build_{cfg}", lambda cfg=cfg: build(cfg))
-            if models[cfg] is not None:
-                attempt(obs, f"layout_{cfg}", lambda cfg=cfg: _layout_of(models[cfg]))
-        for key, (cfg, _) in cases["inputs_of"].items():
-            if models[cfg] is None:
-                continue
-            with torch.no_grad():
-                attempt(obs, key, lambda cfg=cfg, key=key: models[cfg](xs[key].clone()))
-                attempt(
-                    obs, key + "_residual", lambda cfg=cfg, key=key: _residual(models[cfg], xs[key])
-                )
-        if models["A"] is not None:
-            with torch.no_grad():
-                attempt(obs, "A_future", lambda: models["A"](xs["A_future"].clone()))
-
-        def dropout_eval() -> dict[str, Any]:
-            mh = build("A", dropout=0.3)
-            with torch.no_grad():
-                first, second = mh(xs["A_main"].clone()), mh(xs["A_main"].clone())
-            return {"first": first, "second": second, "layout": _layout_of(mh)}
-
-        attempt(obs, "dropout_eval", dropout_eval)
-        return obs
 
     def judge(self, cases: dict[str, Any], observed: dict[str, Any]) -> Any:
         s = Scorer(self.grade_id)
@@ -371,26 +272,6 @@ def _is(value: Any, shape: tuple | None) -> bool:
     return isinstance(value, np.ndarray) and (shape is None or value.shape == tuple(shape))
 
 
-def _residual(mh: Any, x: torch.Tensor) -> torch.Tensor:
-    x = x.clone()
-    return x + mh(x)  # (B,T,C) + (B,T,C)
-
-
-def _layout_of(mh: Any) -> dict[str, Any]:
-    """The weights the judge needs, read off the documented layout: heads and proj."""
-    heads = getattr(mh, "heads", None)
-    proj = getattr(mh, "proj", None)
-    return {
-        "heads_type": type(heads).__name__,
-        "module_list": isinstance(heads, nn.ModuleList),
-        "heads": [
-            {n: _linear_record(getattr(h, n)) for n in ("key", "query", "value")}
-            for h in (list(heads) if heads is not None else [])
-        ],
-        "proj": _linear_record(proj) if proj is not None else None,
-    }
-
-
 def _usable(rec: dict[str, Any]) -> bool:
     heads, proj = rec.get("heads") or [], rec.get("proj")
     if not heads or not isinstance(proj, dict) or not isinstance(proj.get("weight"), np.ndarray):
@@ -436,22 +317,10 @@ SDPA_CFG = (24, 10, 12)  # n_embd, head_size, block_size
 SDPA_INPUTS = {"main": (3, 7), "BeqT": (5, 5), "T1": (2, 1), "full": (2, 12)}
 
 
-class _CountSdpa(TorchFunctionMode):
-    """Counts calls of scaled_dot_product_attention, however the student imported it."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.calls = 0
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
-        if func is F.scaled_dot_product_attention:
-            self.calls += 1
-        return func(*args, **(kwargs or {}))
-
-
 class SdpaForwardSpec(CellSpec):
     notebook = NOTEBOOK
     grade_id = "sdpa-forward"
+    probe_module, probe_function = "nb07", "probe_sdpa_forward"
     names = ("head_forward_sdpa",)
     points = 3.0
     dtype = "float32"
@@ -459,32 +328,19 @@ class SdpaForwardSpec(CellSpec):
     def cases(self) -> dict[str, Any]:
         g = torch.Generator().manual_seed(717)
         n_embd, hs, block_size = SDPA_CFG
-        torch.manual_seed(717)
-        head = Head(n_embd, hs, block_size)
-        dropping = Head(n_embd, hs, block_size, dropout=0.3)
-        dropping.train()
+
+        def head(dropout: float) -> dict[str, Any]:
+            w = {p: torch.randn(hs, n_embd, generator=g) * n_embd**-0.5 for p in PROJECTIONS}
+            return {**w, "block_size": block_size, "dropout": dropout}
+
+        heads = {"head": head(0.0), "dropping": head(0.3)}
         xs = {k: torch.randn(b, t, n_embd, generator=g) for k, (b, t) in SDPA_INPUTS.items()}
-        return {"head": head, "dropping": dropping, "x": xs}
-
-    def probe(self, ns: dict[str, Any], cases: dict[str, Any]) -> dict[str, Any]:
-        fn = ns["head_forward_sdpa"]
-        obs: dict[str, Any] = {}
-
-        def call(head: Any, x: torch.Tensor) -> dict[str, Any]:
-            counter = _CountSdpa()
-            with torch.no_grad(), counter:
-                out = fn(copy.deepcopy(head), x.clone())
-            return {"out": out, "sdpa_calls": counter.calls}
-
-        for key, x in cases["x"].items():
-            attempt(obs, key, lambda x=x: call(cases["head"], x))
-        attempt(obs, "dropping", lambda: call(cases["dropping"], cases["x"]["main"]))
-        return obs
+        return {**heads, "x": xs}
 
     def judge(self, cases: dict[str, Any], observed: dict[str, Any]) -> Any:
         s = Scorer(self.grade_id)
 
-        def expected_for(head: Head, x: torch.Tensor) -> torch.Tensor:
+        def expected_for(head: dict[str, Any], x: torch.Tensor) -> torch.Tensor:
             return attention(x, _weights_of(head))
 
         def out_of(key: str) -> Any:

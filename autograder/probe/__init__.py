@@ -1,0 +1,7 @@
+"""The probe side of the checks: call a student's code on given inputs and record what it did.
+
+This package runs where student code runs (a jail). It imports only the standard library,
+numpy, torch and its own modules (relative imports), so that it can be mounted alone under
+another top-level name. A probe never decides anything: it returns plain data (numbers,
+strings, lists, dicts, numpy arrays) that the grader's judges read.
+"""
