@@ -67,7 +67,16 @@ class Judge:
             self.notes.append(f"the checks of {master.notebook} could not be loaded: {err!r}")
 
     def all(self, answers: dict[str, str | None]) -> dict[str, CellResult]:
-        return {gid: self.cell(gid, points, answers) for gid, points in self.master.graded.items()}
+        """Every autograded cell, in notebook order, with a fresh probe server (jailed: one
+        per student's notebook, so nothing one student's code leaves behind meets another's)."""
+        begin, end = getattr(self.sandbox, "begin", None), getattr(self.sandbox, "end", None)
+        if begin is not None:
+            begin(self.master.notebook)
+        try:
+            return {g: self.cell(g, p, answers) for g, p in self.master.graded.items()}
+        finally:
+            if end is not None:
+                end()
 
     def cell(self, gid: str, points: float, answers: dict[str, str | None]) -> CellResult:
         spec = self.specs.get(gid)

@@ -123,6 +123,8 @@ class Runtime:
     def close(self) -> None:
         try:
             self.runner.close()
+            if hasattr(self.sandbox, "close"):
+                self.sandbox.close()
         finally:
             self.scorer.shutdown(wait=False, cancel_futures=True)
             shutil.rmtree(self.scratch, ignore_errors=True)
