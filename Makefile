@@ -13,16 +13,23 @@ PYTEST_ARGS ?=
 # Jupyter refuses to run as root unless told; containers and CI machines often are root.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
+ASSIGNMENTS ?= 01
+GRADED ?=
+DEST ?= build/student-release
+
 .PHONY: help venv lab test test-fast release grade lint format bench badges clean
+.PHONY: student-release export
 
 help:
-	@echo "make lab      JupyterLab on the course (formgrader and widgets included)"
+	@echo "make lab      JupyterLab on the course for the instructor: formgrader on the class in OUT"
 	@echo "make test     everything CI runs: notebooks re-executed, release, grader, browser"
 	@echo "make grade    the autograder on the bundled example submissions -> $(OUT)/"
 	@echo "make release  regenerate notebooks/ (and the example class) from solutions/ with nbgrader"
 	@echo "make lint     ruff over the Python files and the notebooks"
 	@echo "make bench    grading cost against bare execution; --jobs 1 against --jobs 2"
 	@echo "make badges   rewrite Colab badges and setup cells from [tool.course] in pyproject.toml"
+	@echo "make student-release ASSIGNMENTS=01,02 [GRADED=01] DEST=dir   the students' own tree"
+	@echo "make export [FORMAT=canvas|moodle]   OUT/final-grades.csv (+ the platform's import CSV)"
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -36,9 +43,28 @@ $(STAMP): requirements.txt pyproject.toml
 
 venv: $(STAMP)
 
+# Instructor mode: nbgrader's formgrader shows the class graded into OUT (if any) for hand
+# grading. The token is made here so that the address printed first is the one to open.
 lab: venv
 	$(PY) -m autograder release --course-dir-only
-	$(BIN)/jupyter lab --no-browser --port=$(PORT) --ServerApp.root_dir=$(CURDIR) $(ROOT_FLAG)
+	$(PY) -m autograder formgrade $(OUT) --if-graded
+	@token=$$($(PY) -c 'import secrets; print(secrets.token_hex(24))'); \
+	echo ""; \
+	echo "  JupyterLab for the instructor (Nbgrader > Formgrader: hand grading of $(OUT)). Open:"; \
+	echo "  http://127.0.0.1:$(PORT)/lab?token=$$token"; \
+	echo ""; \
+	JUPYTER_TOKEN=$$token exec $(BIN)/jupyter lab --no-browser --ServerApp.ip=127.0.0.1 \
+	  --port=$(PORT) --ServerApp.port_retries=0 --ServerApp.root_dir=$(CURDIR) $(ROOT_FLAG)
+
+# The students' own tree (no solutions, tests or grader); see `python -m autograder
+# student-release --help` (--zip, --allow-placeholder).
+student-release: venv
+	$(PY) -m autograder student-release --assignments $(ASSIGNMENTS) --dest $(DEST) \
+	  $(if $(GRADED),--graded $(GRADED),) $(STUDENT_RELEASE_ARGS)
+
+# Final grades with the hand-graded points; FORMAT=canvas|moodle adds the import CSV.
+export: venv
+	$(PY) -m autograder export $(OUT) $(if $(FORMAT),--format $(FORMAT),) $(EXPORT_ARGS)
 
 test: venv
 	MPLBACKEND=Agg $(PY) -m pytest -q --nbval-lax --nbval-cell-timeout=300 tests solutions $(PYTEST_ARGS)

@@ -1,5 +1,5 @@
 """nbgrader reads this file from the project root; the settings live in the autograder package."""
 
-from autograder.nbgrader_settings import configure
+from autograder.nbgrader_settings import configure_instructor
 
-configure(get_config())  # noqa: F821 - nbgrader provides get_config
+configure_instructor(get_config())  # noqa: F821 - nbgrader provides get_config

@@ -1,4 +1,4 @@
-"""`python -m autograder {grade,release,student-release,export,examples,badges}`.
+"""`python -m autograder {grade,release,student-release,formgrade,export,examples,badges}`.
 
 Also installed as the console script `autograder`. Each subcommand parses its own options
 with argparse; bad input is one line on stderr and exit code 2; a grader bug is one line that
@@ -204,6 +204,8 @@ DELEGATED: dict[str, tuple[Callable[[list[str]], int], str]] = {
     "release": (_delegate("autograder.release", "release"), "notebooks/ from solutions/"),
     "student-release": (_delegate("autograder.student_release", "student-release"),
                         "write the students' tree of the released notebooks"),
+    "formgrade": (_delegate("autograder.formgrade", "formgrade"),
+                  "point the formgrader at a graded class (OUT)"),
     "export": (_delegate("autograder.export", "export"),
                "final grades with hand-graded points, for Canvas or Moodle"),
     "examples": (examples_main, "regenerate the example class in examples/submissions/"),

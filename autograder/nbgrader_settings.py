@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from autograder.paths import COURSE_DIR
@@ -9,11 +10,13 @@ from autograder.paths import COURSE_DIR
 CELL_TIMEOUT = 120  # seconds a single cell may run under nbgrader
 
 
-def configure(c: Any) -> Any:
+def configure(c: Any, course_dir: Path = COURSE_DIR) -> Any:
     """Fill a traitlets Config `c` with the course's settings and return it."""
-    c.CourseDirectory.root = str(COURSE_DIR)
+    c.CourseDirectory.root = str(course_dir)
     c.CourseDirectory.course_id = "self-attention"
-    c.Exchange.root = str(COURSE_DIR / "exchange")
+    c.Exchange.root = str(course_dir / "exchange")
+    # Formgrader renders students' outputs on the Jupyter server's own origin: no scripts.
+    c.HTMLExporter.sanitize_html = True
     c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
     c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
     # Tracebacks without source lines: a failing hidden test never shows its code.
@@ -26,3 +29,10 @@ def configure(c: Any) -> Any:
         "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
     ]
     return c
+
+
+def configure_instructor(c: Any) -> Any:
+    """The instructor's lab: the course directory, and the graded class formgrader shows."""
+    from autograder import formgrade
+
+    return formgrade.apply(configure(c, formgrade.course_dir()))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
 import shutil
 import sys
@@ -62,18 +64,50 @@ def release_into(target: Path, course_dir: Path | None = None) -> list[Path]:
     return written
 
 
-def ensure_course_dir() -> Path:
+def ensure_course_dir(course_dir: Path = COURSE_DIR) -> Path:
     """nbgrader's course directory (.nbgrader/) with the assignment, for the formgrader."""
-    if not (COURSE_DIR / "release" / ASSIGNMENT).is_dir():
-        generate(COURSE_DIR)
-    return COURSE_DIR
+    if not (course_dir / "release" / ASSIGNMENT).is_dir():
+        generate(course_dir)
+    return course_dir
+
+
+# JupyterLab settings of the course, for the instructor's lab and the students' alike: no
+# "get notified about official Jupyter news?" prompt and no update check (often offline).
+LAB_OVERRIDES = {
+    "@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False}
+}
+LAB_OVERRIDES_FILE = "self-attention-course.json"
+
+
+def write_lab_settings(prefix: Path = Path(sys.prefix)) -> Path:
+    """Put LAB_OVERRIDES where JupyterLab in the environment `prefix` reads its defaults."""
+    folder = prefix / "share" / "jupyter" / "lab" / "settings" / "overrides.d"
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / LAB_OVERRIDES_FILE
+    target.write_text(json.dumps(LAB_OVERRIDES, indent=2) + "\n", encoding="utf-8")
+    return target
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`release`: notebooks/ and .nbgrader/ from solutions/; `course-dir`: .nbgrader/ only."""
-    if argv and argv[0] == "--course-dir-only":
-        print(f"course directory ready: {ensure_course_dir()}")
+    """`release`: notebooks/ and .nbgrader/ from solutions/ (`--course-dir-only`: for the lab)."""
+    p = argparse.ArgumentParser(prog="python -m autograder release", description=main.__doc__)
+    p.add_argument(
+        "--course-dir-only",
+        action="store_true",
+        help="only make sure .nbgrader/ holds the assignment, and JupyterLab's course settings",
+    )
+    args = p.parse_args(argv)
+    if args.course_dir_only:
+        from autograder.formgrade import course_dir
+
+        write_lab_settings()
+        print(f"course directory ready: {ensure_course_dir(course_dir())}")
         return 0
+    from autograder import colab
+
+    problem = colab.placeholder_problem(colab.settings())
+    if problem:
+        print(colab.loud(problem), file=sys.stderr)
     for path in release_into(NOTEBOOKS, course_dir=COURSE_DIR):
         print(f"released {path.relative_to(NOTEBOOKS.parent)}")
     return 0

@@ -1,11 +1,22 @@
-"""JupyterLab in the venv has the extensions the course needs, enabled."""
+"""`make lab`: the instructor's JupyterLab (nbgrader, formgrader, widgets; no news prompt) and
+the students' (no nbgrader at all, the same settings), each printing the address to open."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
+import urllib.error
+import urllib.request
 from pathlib import Path
+
+import pytest
+
+from autograder import colab, student_release
+from autograder.paths import NOTEBOOKS, ROOT
+from autograder.release import LAB_OVERRIDES, LAB_OVERRIDES_FILE
+from tests.test_hand_grading import Lab, course, make_lab, out  # noqa: F401
 
 BIN = Path(sys.executable).parent
 
@@ -27,3 +38,61 @@ def test_nbgrader_and_widget_manager_labextensions_are_enabled() -> None:
 def test_formgrader_server_extension_is_enabled() -> None:
     text = _listing("server", "extension", "list")
     assert re.search(r"nbgrader\.server_extensions\.formgrader\s+enabled", text), text
+
+
+# ---- `make lab`: instructor mode, and the students' own tree -----------------------------------
+
+NOTIFICATION = "@jupyterlab/apputils-extension:notification"
+
+
+@pytest.mark.slow
+def test_instructor_lab_prints_its_url_and_has_no_news_prompt(request) -> None:
+    """The address `make lab` prints opens the lab; the news prompt is off by an override."""
+    lab: Lab = request.getfixturevalue("make_lab")
+    status, body = lab.call(f"lab/api/settings/{NOTIFICATION}")
+    assert status == 200, body[:300]
+    settings = json.loads(body)
+    assert not settings["settings"], "no user settings: what JupyterLab uses is the default"
+    defaults = {k: v.get("default") for k, v in settings["schema"]["properties"].items()}
+    assert defaults["fetchNews"] == "false", defaults  # "none" would ask the question
+    assert defaults["checkForUpdates"] is False, defaults
+    anonymous = urllib.request.Request(f"{lab.base}/api/status")
+    with pytest.raises(urllib.error.HTTPError):
+        urllib.request.urlopen(anonymous, timeout=10)
+    assert lab.call("formgrader/api/status")[0] == 200, "instructor mode has formgrader"
+
+
+@pytest.fixture(scope="module")
+def student_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    dest = tmp_path_factory.mktemp("student") / "tree"
+    repo = colab.CourseRepo("teacher/attention-students")
+    student_release.build(["01_uniform_averaging.ipynb"], set(), dest, repo, NOTEBOOKS)
+    return dest
+
+
+def test_student_lab_has_no_nbgrader_and_the_same_settings(student_tree: Path) -> None:
+    requirements = (student_tree / "requirements.txt").read_text().lower()
+    assert "jupyterlab==" in requirements and "torch==" in requirements
+    assert "nbgrader" not in requirements, "no formgrader or create-assignment menus for students"
+    overrides = json.loads((student_tree / ".course" / "jupyterlab-overrides.json").read_text())
+    assert overrides == LAB_OVERRIDES and overrides[NOTIFICATION]["fetchNews"] == "false"
+    dry = subprocess.run(
+        ["make", "-n", "-B", "lab", "PORT=8765"], cwd=student_tree, capture_output=True, text=True
+    )
+    assert dry.returncode == 0, dry.stderr
+    assert f"share/jupyter/lab/settings/overrides.d/{LAB_OVERRIDES_FILE}" in dry.stdout
+    assert "http://127.0.0.1:8765/lab/tree/notebooks?token=$token" in dry.stdout
+    assert "jupyter lab" in dry.stdout and "--port=8765" in dry.stdout
+    assert "nbgrader" not in dry.stdout and "autograder" not in dry.stdout
+
+
+def test_instructor_lab_target_documents_port_out_and_jobs() -> None:
+    dry = subprocess.run(
+        ["make", "-n", "lab", "PORT=8766", "OUT=somewhere"], cwd=ROOT, capture_output=True,
+        text=True,
+    )  # fmt: skip
+    assert dry.returncode == 0, dry.stderr
+    assert "formgrade somewhere" in dry.stdout and "--port=8766" in dry.stdout
+    readme = (ROOT / "README.md").read_text()
+    for word in ("PORT", "OUT", "JOBS", "token"):
+        assert word in readme, f"the README never mentions {word}"

@@ -1,0 +1,339 @@
+"""`python -m autograder student-release`: the course as students get it, in its own tree.
+
+    python -m autograder student-release --assignments 01,02,03 --dest DIR [--graded 01,02]
+
+DIR receives the released notebooks (nbgrader's release of solutions/, with Colab badges and
+setup cells pointing at `[tool.course] repository`), the course helpers those notebooks
+import and may carry, a packaging file that installs the helpers alone (what Colab's setup
+cell pip-installs), a student README and Makefile (JupyterLab without nbgrader), and
+`.course/release.json`. Nothing of the grader, the solutions or the hidden tests.
+
+`--graded` names the notebooks already graded: only their answers may appear (a later
+notebook's read-only reference of an earlier answer, a helper holding it). The tree is built
+in a scratch folder and scanned (autograder.leaks); any leak refuses the release with what
+and where, and DIR is left as it was. DIR may be empty, new, or an earlier student release
+(its .git is kept, so a release is a commit on the student repository).
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import re
+import shutil
+import sys
+import tempfile
+import tomllib
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+
+from autograder import colab, helpers, leaks
+from autograder.contract import CONTRACT
+from autograder.notebook_io import source
+from autograder.paths import ROOT, SOLUTIONS
+from autograder.release import LAB_OVERRIDES
+
+TEMPLATES = ROOT / "student"
+PACKAGE = ROOT / helpers.PACKAGE
+MARKER = ".course/release.json"
+# Packages of requirements.txt a student needs: Colab's set plus JupyterLab, never nbgrader.
+STUDENT_PACKAGES = ("torch", "numpy", "jupyterlab", "ipywidgets", "matplotlib", "tqdm")
+
+
+class ReleaseRefused(Exception):
+    """The release would hand out answers, or cannot be written: the lines say why."""
+
+    def __init__(self, lines: list[str]) -> None:
+        super().__init__("\n".join(lines))
+        self.lines = lines
+
+
+@dataclass
+class Plan:
+    """What one student release holds."""
+
+    assignments: list[str]
+    graded: set[str]
+    repo: colab.CourseRepo
+    notebooks: dict[str, nbformat.NotebookNode] = field(default_factory=dict)
+    helpers: list[str] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)  # helpers it needs but may not carry
+
+
+def parse_notebooks(spec: str) -> list[str]:
+    """'01,02,03' (or names, or 'all') -> notebook files in course order."""
+    if spec.strip().lower() == "all":
+        return list(CONTRACT)
+    chosen = {helpers.notebook_of(part) for part in spec.split(",") if part.strip()}
+    return [nb for nb in CONTRACT if nb in chosen]
+
+
+def released(
+    notebooks: list[str], release_dir: Path | None = None
+) -> dict[str, nbformat.NotebookNode]:
+    """The nbgrader release of the chosen notebooks (made now unless `release_dir` has it)."""
+    if release_dir is None:
+        from autograder.release import generate
+
+        with tempfile.TemporaryDirectory() as tmp:
+            source_dir = Path(tmp) / "solutions"
+            source_dir.mkdir()
+            for nb in notebooks:
+                shutil.copy2(SOLUTIONS / nb, source_dir / nb)
+            out = generate(Path(tmp) / "course", source_dir)
+            return {nb: nbformat.read(str(out / nb), as_version=4) for nb in notebooks}
+    missing = [nb for nb in notebooks if not (release_dir / nb).is_file()]
+    if missing:
+        raise ReleaseRefused([f"{release_dir} has no {', '.join(missing)}"])
+    return {nb: nbformat.read(str(release_dir / nb), as_version=4) for nb in notebooks}
+
+
+def plan(
+    assignments: list[str],
+    graded: set[str],
+    repo: colab.CourseRepo,
+    release_dir: Path | None = None,
+) -> Plan:
+    """Released notebooks pointed at `repo`, and the helpers they need, or ReleaseRefused."""
+    result = Plan(assignments, graded, repo, released(assignments, release_dir))
+    for name, nb in result.notebooks.items():
+        try:
+            colab.rewrite_cells(nb, name, repo)
+        except ValueError as err:
+            raise ReleaseRefused([str(err)]) from None
+        for cell in (c for c in nb.cells if c.cell_type == "code"):
+            cell.update(outputs=[], execution_count=None)
+    needed: dict[str, list[str]] = {}
+    for name, nb in result.notebooks.items():
+        code = [source(c) for c in nb.cells if c.cell_type == "code"]
+        for rel in helpers.needed(code, PACKAGE):
+            needed.setdefault(rel, []).append(name)
+    allowed = helpers.shippable(graded, PACKAGE)
+    table = helpers.reveals()
+    result.refused = [
+        f"{helpers.PACKAGE}/{rel} (needed by {', '.join(users)}) holds answers of "
+        f"{table.get(rel, 'a notebook not yet graded')}: release it once that one is graded"
+        for rel, users in sorted(needed.items())
+        if rel not in allowed
+    ]
+    result.helpers = sorted(needed)
+    return result
+
+
+# ---- writing the tree -----------------------------------------------------------------------
+
+
+def student_requirements(requirements: Path = ROOT / "requirements.txt") -> str:
+    """The student's pins: the course's own, for the packages a student needs."""
+    pins = {}
+    for line in requirements.read_text(encoding="utf-8").splitlines():
+        match = re.match(r"^([A-Za-z0-9_.-]+)\s*==", line.strip())
+        if match:
+            pins[match[1].lower()] = line.strip()
+    lines = ["# What `make lab` installs into .venv/ (Colab has all of it already)."]
+    return "\n".join(lines + [pins.get(p, p) for p in STUDENT_PACKAGES]) + "\n"
+
+
+def _title(nb: nbformat.NotebookNode, name: str) -> str:
+    first = next((source(c) for c in nb.cells if c.cell_type == "markdown"), "")
+    heading = next((ln.lstrip("# ").strip() for ln in first.splitlines() if ln.startswith("#")), "")
+    return heading.split("·", 1)[-1].strip() or name
+
+
+def readme(p: Plan) -> str:
+    """The student README: the two ways to start, the notebooks released, the data."""
+    rows = [
+        f"| {name[:2]} | [`{name}`](notebooks/{name}): {_title(nb, name)} | {p.repo.badge(name)} |"
+        for name, nb in p.notebooks.items()
+    ]
+    data = ""
+    if "data.py" in p.helpers:
+        data = (TEMPLATES / "data-section.md").read_text(encoding="utf-8")
+    text = (TEMPLATES / "README.md").read_text(encoding="utf-8")
+    return text.replace("@@NOTEBOOK_TABLE@@", "\n".join(rows)).replace("@@DATA_SECTION@@", data)
+
+
+def _version() -> str:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"][
+        "version"
+    ]
+
+
+def write_tree(p: Plan, root: Path) -> None:
+    """Every file of the student release under `root` (which must not exist yet)."""
+    (root / "notebooks").mkdir(parents=True)
+    for name, nb in p.notebooks.items():
+        nbformat.write(nb, str(root / "notebooks" / name))
+    for rel in p.helpers:
+        target = root / helpers.PACKAGE / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(PACKAGE / rel, target)
+    files = {
+        "README.md": readme(p),
+        "Makefile": (TEMPLATES / "Makefile").read_text(encoding="utf-8"),
+        ".gitignore": (TEMPLATES / "gitignore").read_text(encoding="utf-8"),
+        "requirements.txt": student_requirements(),
+        "pyproject.toml": (TEMPLATES / "pyproject.toml")
+        .read_text(encoding="utf-8")
+        .replace("@@VERSION@@", _version()),
+        ".course/jupyterlab-overrides.json": json.dumps(LAB_OVERRIDES, indent=2) + "\n",
+        MARKER: json.dumps(
+            {
+                "assignments": p.assignments,
+                "graded": sorted(p.graded),
+                "repository": p.repo.repository,
+                "branch": p.repo.branch,
+                "helpers": p.helpers,
+            },
+            indent=2,
+        )
+        + "\n",
+    }
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+
+
+@functools.cache
+def _secrets() -> tuple[leaks.Secret, ...]:
+    checks = ROOT / "autograder" / "checks"
+    return (*leaks.solution_secrets(SOLUTIONS), *leaks.reference_secrets(checks))
+
+
+def scanner(graded: set[str]) -> leaks.Scanner:
+    """Every answer, hidden test and grader reference, less those of the graded notebooks."""
+    return leaks.Scanner(list(_secrets()), allowed=graded)
+
+
+def _replace(dest: Path, built: Path) -> None:
+    """Move the built tree into `dest`, keeping its .git; refuse a folder we did not write."""
+    if dest.exists():
+        if not dest.is_dir():
+            raise ReleaseRefused([f"{dest} is a file, not a folder"])
+        others = [p for p in dest.iterdir() if p.name != ".git"]
+        if others and not (dest / MARKER).is_file():
+            raise ReleaseRefused(
+                [f"{dest} is neither empty nor an earlier student release: choose another --dest"]
+            )
+        for path in others:
+            shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
+    dest.mkdir(parents=True, exist_ok=True)
+    for path in built.iterdir():
+        shutil.move(str(path), dest / path.name)
+
+
+def make_zip(dest: Path) -> Path:
+    """DEST.zip beside DEST, without .git (for a learning platform's file area)."""
+    target = dest.with_name(dest.name + ".zip")
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as zf:
+        for path in sorted(dest.rglob("*")):
+            rel = path.relative_to(dest)
+            if path.is_file() and rel.parts[0] != ".git":
+                zf.write(path, Path(dest.name) / rel)
+    return target
+
+
+def build(
+    assignments: list[str],
+    graded: set[str],
+    dest: Path,
+    repo: colab.CourseRepo | None = None,
+    release_dir: Path | None = None,
+) -> Plan:
+    """Plan, write into a scratch folder, scan, then put in place; ReleaseRefused on a leak."""
+    repo = repo or colab.settings()
+    p = plan(assignments, graded, repo, release_dir)
+    dest = dest.resolve()
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=dest.parent, prefix=f".{dest.name}.") as tmp:
+        built = Path(tmp) / "tree"
+        write_tree(p, built)
+        found = [str(leak) for leak in leaks.scan_tree(built, scanner(graded))]
+        if p.refused or found:
+            raise ReleaseRefused(p.refused + found)
+        _replace(dest, built)
+    return p
+
+
+# ---- command line ---------------------------------------------------------------------------
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m autograder student-release",
+        description="Write the course as students get it: released notebooks, the helpers "
+        "they need, a student README and Makefile; no solutions, tests or grader.",
+    )
+    p.add_argument("--assignments", required=True, metavar="01,02,...", help="notebooks to ship")
+    p.add_argument("--dest", required=True, type=Path, metavar="DIR", help="the student tree")
+    p.add_argument(
+        "--graded",
+        default="",
+        metavar="01,...",
+        help="notebooks already graded: their answers may appear in later notebooks' "
+        "references and helpers (default: none)",
+    )
+    p.add_argument("--zip", action="store_true", help="also write DIR.zip (without .git)")
+    p.add_argument(
+        "--release-dir",
+        type=Path,
+        metavar="DIR",
+        help="take the notebooks from this nbgrader release instead of releasing solutions/ now",
+    )
+    p.add_argument(
+        "--allow-placeholder",
+        action="store_true",
+        help="write the tree although [tool.course] repository is the placeholder (a trial)",
+    )
+    return p
+
+
+def publish_hint(dest: Path, p: Plan) -> str:
+    numbers = ", ".join(nb[:2] for nb in p.assignments)
+    return (
+        f"Publish it as its own repository, the one Colab installs from ({p.repo.github}):\n"
+        f"  cd {dest}\n"
+        f"  git init -b {p.repo.branch}   # first release only\n"
+        f'  git add -A && git commit -m "Release notebooks {numbers}"\n'
+        f"  git remote add origin {p.repo.github}.git   # first release only\n"
+        f"  git push -u origin {p.repo.branch}\n"
+        "Later releases: the same command with the same --dest (its .git is kept), then commit "
+        "and push."
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = parser().parse_args(argv)
+    except SystemExit as exit_:
+        return int(exit_.code or 0)
+    try:
+        assignments = parse_notebooks(args.assignments)
+        graded = {helpers.notebook_of(g) for g in args.graded.split(",") if g.strip()}
+        repo = colab.settings()
+    except ValueError as err:
+        print(f"student-release: {err}", file=sys.stderr)
+        return 2
+    problem = colab.placeholder_problem(repo)
+    if problem and not args.allow_placeholder:
+        print(colab.loud(problem), file=sys.stderr)
+        return 2
+    try:
+        p = build(assignments, graded, args.dest, repo, args.release_dir)
+    except ReleaseRefused as refused:
+        print("student release refused: it would give answers away", file=sys.stderr)
+        for line in refused.lines:
+            print(f"  {line}", file=sys.stderr)
+        return 1
+    dest = args.dest.resolve()
+    print(f"student release: {len(p.notebooks)} notebooks, {len(p.helpers)} helper files -> {dest}")
+    if args.zip:
+        print(f"zip: {make_zip(dest)}")
+    if problem:
+        print(colab.loud(problem), file=sys.stderr)
+    print(publish_hint(dest, p))
+    return 0
