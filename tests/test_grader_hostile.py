@@ -28,7 +28,8 @@ from tests.corpus import hostile
 
 pytestmark = pytest.mark.slow
 NOTEBOOK = hostile.course_notebooks()[0]
-LIMITS = ("--jobs", "2", "--timeout", "25", "--cell-timeout", "8", "--memory-mb", "1536")
+TIMEOUT = 40  # seconds per notebook, kernel, probes and page: tight, so the bounds show
+LIMITS = ("--jobs", "2", "--timeout", str(TIMEOUT), "--cell-timeout", "8", "--memory-mb", "1536")
 
 
 @dataclass
@@ -180,7 +181,7 @@ def test_bounds_hold_for_token_soup_and_slow_cells(graded: Graded) -> None:
     for student in ("atk_slow_cells", "atk_token_soup"):
         line = next(ln for ln in log.splitlines() if f"graded {student}/" in ln)
         seconds = float(line.rsplit(" in ", 1)[1].split()[0])
-        assert seconds <= 25 + 5, line
+        assert seconds <= TIMEOUT + 5, line
 
 
 def test_matching_crashes_cost_only_the_extra_files(graded: Graded) -> None:

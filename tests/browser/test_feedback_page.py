@@ -122,7 +122,9 @@ def test_a_partly_unanswered_notebook_says_so(browser, out: Path, screenshots) -
         assert "NotImplementedError:" not in _words(page.inner_text(".grader-summary"))
         summary = page.locator(".grader-summary").bounding_box()
         cell = page.locator(".jp-Cell").first.bounding_box()
-        assert abs(summary["x"] - cell["x"]) <= 12 and abs(summary["width"] - cell["width"]) <= 24, (
+        assert (
+            abs(summary["x"] - cell["x"]) <= 12 and abs(summary["width"] - cell["width"]) <= 24
+        ), (
             summary,
             cell,
         )

