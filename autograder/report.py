@@ -1,13 +1,15 @@
 """The class report, OUT/report.html (templates/report.html.j2), and its three figures.
 
 Only the notebooks of the run count (all of them, or those of `--notebooks`/`--assignment`).
-Figures (matplotlib, Agg, PNG in OUT/report/): the distribution of each student's total in
-percent of the autograded points; each graded cell's share of full marks among the students
-who handed in a readable notebook; how often each catalog mistake was named.
+Figures (matplotlib, Agg, PNG in OUT/report/ and inline in the page): the distribution of
+each student's total in percent of the autograded points; each graded cell's share of full
+marks among the students who handed in a readable notebook; how often each catalog mistake
+was named.
 """
 
 from __future__ import annotations
 
+import base64
 import os
 from collections import Counter
 from dataclasses import dataclass, field
@@ -62,6 +64,14 @@ def _save(fig: plt.Figure, path: Path) -> None:
     plt.close(fig)
 
 
+def _inline(folder: Path, made: list[dict[str, str]]) -> list[dict[str, str]]:
+    """Each figure also as a data: URL: the page's CSP loads nothing else, and it travels alone."""
+    for figure in made:
+        png = base64.b64encode((folder / figure["file"]).read_bytes()).decode()
+        figure["data"] = f"data:image/png;base64,{png}"
+    return made
+
+
 def figures(folder: Path, numbers: ClassNumbers) -> list[dict[str, str]]:
     """The report's PNGs; their titles are the page's headings (not repeated in the image)."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -93,7 +103,7 @@ def figures(folder: Path, numbers: ClassNumbers) -> list[dict[str, str]]:
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     _save(fig, folder / "mistakes.png")
     made.append({"file": "mistakes.png", "title": "Named mistakes across the class"})
-    return made
+    return _inline(folder, made)
 
 
 def _students(grades: list[NotebookGrade], notebooks: list[str], numbers: ClassNumbers) -> list:
