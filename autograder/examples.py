@@ -354,7 +354,8 @@ def hostile_cases(notebook: str) -> list[Case]:
         case("hostile_spawn", "starts background processes (one in its own session) and leaves",
              appended(notebook, first, SPAWN), Expect("ok")),
         case("hostile_memory", "allocates until killed, after a correct first answer",
-             appended(notebook, first, MEMORY_HOG), Expect("error")),
+             appended(notebook, first, MEMORY_HOG),
+             Expect("error", free=frozenset({first}))),  # a probe may be stopped for memory too
     ]  # fmt: skip
     wrong = [m for m in mistakes_of(notebook) if m.grade_id != first][:1]
     if wrong:

@@ -17,10 +17,13 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import shutil
+import tempfile
 import uuid
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import dask
 from distributed import Client, LocalCluster, as_completed, get_worker
@@ -79,7 +82,8 @@ def connect(settings: Settings) -> Iterator[Client]:
         "distributed.admin.tick.limit": "1h",  # a busy single core is not an event-loop bug
         "distributed.logging.distributed": "error",
     }
-    with dask.config.set(config):
+    scratch = Path(tempfile.mkdtemp(prefix=".dask-", dir=settings.out))  # not in $TMPDIR
+    with dask.config.set({**config, "temporary-directory": str(scratch)}):
         cluster = LocalCluster(
             n_workers=settings.jobs,
             threads_per_worker=1,
@@ -90,12 +94,14 @@ def connect(settings: Settings) -> Iterator[Client]:
             worker_dashboard_address=None,
             memory_limit=0,  # kernels and probes have their own bounds
             silence_logs=logging.CRITICAL,
+            local_directory=str(scratch),
         )
         try:
             with Client(cluster) as client:
                 yield client
         finally:
             cluster.close(timeout=30)
+            shutil.rmtree(scratch, ignore_errors=True)
 
 
 def run_tasks(
