@@ -74,7 +74,7 @@ test-fast: venv
 
 release: venv
 	$(PY) -m autograder release
-	$(PY) examples/make_examples.py
+	$(PY) -m autograder examples
 
 grade: venv
 	$(PY) -m autograder grade examples/submissions --out $(OUT) --jobs $(JOBS) --cell-timeout 30

@@ -1,25 +1,34 @@
-"""`python -m autograder grade SUBMISSIONS --out OUT [--jobs N] [--timeout SECONDS]`."""
+"""`python -m autograder {grade,release,student-release,formgrade,export,examples,badges}`.
+
+Also installed as the console script `autograder`. Each subcommand parses its own options
+with argparse; bad input is one line on stderr and exit code 2; a grader bug is one line that
+points at OUT/grader.log and exit code 1.
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import shutil
 import sys
-import zipfile
-from pathlib import Path, PurePosixPath
+import traceback
+from collections.abc import Callable
+from pathlib import Path
 
-from autograder.grade import InputError, Options, run
+from autograder.discover import InputError, class_root, extract_zip, select_notebooks
+from autograder.jail import Jail, JailUnavailable
+from autograder.settings import Limits, Settings, explain
 
-ZIP_LIMIT = 4 * 2**30  # bytes a class zip may expand to
-
-DESCRIPTION = """\
+GRADE_HELP = """\
 Autograde a class. SUBMISSIONS is a folder with one subfolder per student (the folder name
 is the student id) holding any of the course's notebooks, or a .zip of such a folder.
-Writes OUT/grades.csv, cells.csv, diagnoses.csv, gradebook.db, report.html and
-OUT/feedback/<student>/<notebook>.html. Run it again with the same OUT to resume."""
+Writes OUT/grades.csv, cells.csv, diagnoses.csv, gradebook.db, report.html,
+OUT/feedback/<student>/<notebook>.html and OUT/autograded/ (for the formgrader).
+Run it again with the same OUT to resume. Student code runs in a jail (bubblewrap).
+`--limits` prints every limit with its default and why."""
 
 
-def _positive(kind: type) -> object:
+def _positive(kind: type) -> Callable[[str], object]:
     def parse(text: str) -> object:
         try:
             value = kind(text)
@@ -33,151 +42,199 @@ def _positive(kind: type) -> object:
     return parse
 
 
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="python -m autograder grade",
-        description=DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    p.add_argument("submissions", metavar="SUBMISSIONS", type=Path, help="class folder or .zip")
-    p.add_argument("--out", metavar="OUT", type=Path, required=True, help="output folder")
+def _grade_options(p: argparse.ArgumentParser) -> None:
+    d = Limits()
     p.add_argument(
+        "submissions", metavar="SUBMISSIONS", type=Path, nargs="?", help="class folder or .zip"
+    )
+    p.add_argument("--out", metavar="OUT", type=Path, help="output folder (required)")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument(
         "--jobs",
         metavar="N",
         type=_positive(int),
         default=1,
-        help="students graded in parallel (default 1)",
+        help="grading worker processes on this machine (default 1)",
+    )
+    where.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="grade on an existing Dask cluster, e.g. tcp://10.0.0.5:8786",
     )
     p.add_argument(
         "--timeout",
         metavar="SECONDS",
         type=_positive(float),
-        default=300.0,
-        help="time limit per notebook (default 300)",
+        default=d.timeout,
+        help=f"wall budget per notebook: kernel, probes and page (default {d.timeout:g})",
     )
     p.add_argument(
         "--cell-timeout",
         metavar="SECONDS",
         type=_positive(float),
-        default=120.0,
-        help="time limit per cell, in the kernel and in the sandbox (default 120)",
+        default=d.cell_timeout,
+        help=f"time limit per cell (default {d.cell_timeout:g})",
     )
     p.add_argument(
         "--memory-mb",
         metavar="MB",
         type=_positive(int),
-        default=4096,
-        help="memory bound of a notebook's kernel and of each sandbox (default 4096)",
+        default=d.memory_mb,
+        help=f"memory bound of a kernel and of each probe (default {d.memory_mb})",
+    )
+    which = p.add_mutually_exclusive_group()
+    which.add_argument(
+        "--notebooks", metavar="LIST", help="only these notebooks count, e.g. 01,02 (default: all)"
+    )
+    which.add_argument(
+        "--assignment",
+        metavar="FILE",
+        type=Path,
+        help="a file naming the notebooks that count (numbers or file names)",
+    )
+    p.add_argument(
+        "--no-jail",
+        action="store_true",
+        help="run student code WITHOUT the jail, as your own user (unsafe; said so in the report)",
     )
     p.add_argument("--quiet", action="store_true", help="no progress bar or summary")
-    return p
+    p.add_argument("--limits", action="store_true", help="print every limit and why; exit")
 
 
-def main(argv: list[str] | None = None) -> int:
+def grade_settings(args: argparse.Namespace) -> tuple[Settings, list[str], dict]:
+    """Settings from the options; the class .zip extracted (bounded) into OUT/.submissions."""
+    sub, out = args.submissions, args.out
+    if sub is None or out is None:
+        raise InputError("SUBMISSIONS and --out OUT are required")
+    if not sub.exists():
+        raise InputError(f"{sub} does not exist")
+    if sub.is_file() and sub.suffix.lower() != ".zip":
+        raise InputError(f"{sub} is a file but not a .zip")
+    if out.exists() and not out.is_dir():
+        raise InputError(f"--out {out} exists and is not a folder")
+    if sub.is_dir() and out.resolve() == sub.resolve():
+        raise InputError("--out must not be the submissions folder itself")
+    notebooks: tuple[str, ...] = ()
+    if args.notebooks:
+        notebooks = select_notebooks(args.notebooks)
+    elif args.assignment:
+        try:
+            notebooks = select_notebooks(args.assignment.read_text())
+        except OSError as err:
+            raise InputError(f"--assignment {args.assignment}: {err.strerror}") from None
+    limits = Limits(timeout=args.timeout, cell_timeout=min(args.cell_timeout, args.timeout),
+                    memory_mb=args.memory_mb)  # fmt: skip
+    out = out.resolve()
+    folder, warnings, refused = sub.resolve(), [], {}
+    if sub.is_file():
+        extracted = out / ".submissions"
+        shutil.rmtree(extracted, ignore_errors=True)
+        extracted.mkdir(parents=True)
+        warnings, refused = extract_zip(sub, extracted, limits)
+        for warning in warnings:
+            print(f"warning: {warning}", file=sys.stderr)
+        folder = class_root(extracted)
+    settings = Settings(folder, out, args.jobs, args.scheduler, notebooks, not args.no_jail,
+                        not args.quiet, limits)  # fmt: skip
+    return settings, warnings, refused
+
+
+def check_jail(settings: Settings) -> None:
+    """Refuse early, in one line, when the jail is asked for and cannot be had."""
+    if settings.jail and settings.scheduler is None:
+        try:
+            Jail.from_settings()
+        except JailUnavailable as err:
+            raise InputError(str(err)) from None
+
+
+def grade_main(args: argparse.Namespace) -> int:
+    if args.limits:
+        print(explain())
+        return 0
+    out = args.out
     try:
-        args = parser().parse_args(argv)
-    except SystemExit as exit_:  # argparse printed the usage and the reason
-        return int(exit_.code or 0)
-    try:
-        sub = args.submissions
-        if not sub.exists():
-            raise InputError(f"{sub} does not exist")
-        if sub.is_file() and sub.suffix.lower() != ".zip":
-            raise InputError(f"{sub} is a file but not a .zip")
-        if args.out.exists() and not args.out.is_dir():
-            raise InputError(f"--out {args.out} exists and is not a folder")
-        if sub.is_dir() and args.out.resolve() == sub.resolve():
-            raise InputError("--out must not be the submissions folder itself")
-        out = args.out.resolve()
-        warnings: list[str] = []
-        folder = sub.resolve()
-        if sub.is_file():
-            extracted = out / ".submissions"
-            shutil.rmtree(extracted, ignore_errors=True)
-            extracted.mkdir(parents=True)
-            warnings = extract_zip(sub, extracted)
-            for warning in warnings:
-                print(f"warning: {warning}", file=sys.stderr)
-            folder = class_root(extracted)
-        options = Options(
-            submissions=folder,
-            out=out,
-            jobs=args.jobs,
-            timeout=args.timeout,
-            cell_timeout=min(args.cell_timeout, args.timeout),
-            memory_mb=args.memory_mb,
-            progress=not args.quiet,
-        )
-        return run(options, warnings)
+        settings, warnings, refused = grade_settings(args)
+        check_jail(settings)
+        from autograder.grade import run  # dask, nbconvert, torch: only for grade
+
+        return run(settings, warnings, refused)
     except InputError as err:
         print(f"python -m autograder grade: error: {err}", file=sys.stderr)
         return 2
     except Exception:  # a bug of the grader: the details go to the log, not the terminal
-        import traceback
-
-        log = args.out.resolve() / "grader.log"
+        log = out.resolve() / "grader.log" if out else None
         try:
             with open(log, "a", encoding="utf-8") as f:
                 f.write(traceback.format_exc())
-        except OSError:
+        except (OSError, TypeError):
             log = None
         where = f"; details in {log}" if log else ""
         print(f"python -m autograder grade: internal error{where}", file=sys.stderr)
         return 1
     finally:
-        if args.submissions.is_file():
-            shutil.rmtree(args.out.resolve() / ".submissions", ignore_errors=True)
+        if args.submissions and args.submissions.is_file() and out:
+            shutil.rmtree(out.resolve() / ".submissions", ignore_errors=True)
 
 
-def extract_zip(archive: Path, dest: Path) -> list[str]:
-    """Extract `archive` into `dest` without leaving it; return warnings on skipped members."""
-    warnings = []
-    total = 0
+def _delegate(module: str, what: str) -> Callable[[list[str]], int]:
+    """A subcommand served by `module.main(argv)`; a clean line when it is not installed."""
+
+    def main(argv: list[str]) -> int:
+        try:
+            target = importlib.import_module(module)
+        except ModuleNotFoundError as err:
+            if err.name != module:
+                raise
+            print(f"python -m autograder {what}: not available in this version", file=sys.stderr)
+            return 2
+        return int(target.main(argv) or 0)
+
+    return main
+
+
+def examples_main(argv: list[str]) -> int:
+    from autograder.examples import main  # nbgrader: only for examples
+
+    return main(argv)
+
+
+DELEGATED: dict[str, tuple[Callable[[list[str]], int], str]] = {
+    "release": (_delegate("autograder.release", "release"), "notebooks/ from solutions/"),
+    "student-release": (_delegate("autograder.student_release", "student-release"),
+                        "write the students' tree of the released notebooks"),
+    "formgrade": (_delegate("autograder.formgrade", "formgrade"),
+                  "point the formgrader at a graded class (OUT)"),
+    "export": (_delegate("autograder.export", "export"),
+               "final grades with hand-graded points, for Canvas or Moodle"),
+    "examples": (examples_main, "regenerate the example class in examples/submissions/"),
+    "badges": (_delegate("autograder.colab", "badges"),
+               "rewrite the Colab badges and setup cells from pyproject.toml"),
+}  # fmt: skip
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m autograder", description=__doc__.splitlines()[0])
+    subs = p.add_subparsers(dest="command", metavar="COMMAND")
+    grade = subs.add_parser("grade", help="autograde a class", description=GRADE_HELP,
+                            formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    _grade_options(grade)
+    for name, (_, text) in DELEGATED.items():
+        sub = subs.add_parser(name, help=text, add_help=False)
+        sub.add_argument("rest", nargs=argparse.REMAINDER)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in DELEGATED:  # their own parsers see their own arguments
+        return DELEGATED[argv[0]][0](argv[1:])
+    p = parser()
     try:
-        zf = zipfile.ZipFile(archive)
-    except (zipfile.BadZipFile, OSError) as err:
-        raise InputError(f"{archive} is not a readable zip file ({err})") from None
-    root = dest.resolve()
-    with zf:
-        for info in zf.infolist():
-            name = info.filename.replace("\\", "/")
-            parts = PurePosixPath(name).parts
-            link = (info.external_attr >> 16) & 0o170000 == 0o120000
-            target = dest.joinpath(*parts) if parts else dest
-            unsafe = (
-                name.startswith("/")
-                or ".." in parts
-                or (parts and ":" in parts[0])
-                or link
-                or not target.resolve().is_relative_to(root)
-            )
-            if unsafe:
-                warnings.append(f"skipped unsafe path in the zip: {info.filename!r}")
-                continue
-            if info.is_dir() or not parts:
-                continue
-            target.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                with zf.open(info) as src, open(target, "wb") as out:
-                    while chunk := src.read(1 << 20):
-                        total += len(chunk)
-                        if total > ZIP_LIMIT:
-                            raise InputError(
-                                f"{archive} expands to more than {ZIP_LIMIT >> 30} GiB"
-                            )
-                        out.write(chunk)
-            except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError) as err:
-                warnings.append(f"skipped unreadable member {info.filename!r} ({err})")
-                target.unlink(missing_ok=True)
-    return warnings
-
-
-def class_root(folder: Path) -> Path:
-    """The class folder inside an extracted zip: descend through lone wrapper folders."""
-    while True:
-        kids = [k for k in folder.iterdir() if not k.name.startswith(".") and k.name != "__MACOSX"]
-        if len(kids) != 1 or not kids[0].is_dir() or any(kids[0].glob("*.ipynb")):
-            return folder
-        if not any(k.is_dir() for k in kids[0].iterdir()):
-            return folder
-        folder = kids[0]
+        args = p.parse_args(argv)
+    except SystemExit as exit_:  # argparse printed the usage and the reason
+        return int(exit_.code or 0)
+    if args.command is None:
+        p.print_help()
+        return 2
+    return grade_main(args)

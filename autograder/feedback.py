@@ -1,183 +1,221 @@
 """The page a student reads: score and named mistakes first, then the graded notebook.
 
-The first screen says who, which notebook, the score, the status in words, and a table of the
-graded cells with the points of every check and each named mistake in words with a link to the
-cell to look at. Below it, the graded notebook as nbconvert renders it (images embedded), with
-each test cell's output replaced by the trusted report and hidden tests cleared by nbgrader's
-ClearHiddenTests (then LimitOutput), so the hidden tests' code never reaches the page.
+The summary (templates/feedback_summary.html.j2) says who, which notebook, the score, the
+status in words and every graded cell's checks, each named mistake in words with a link to
+the cell. Below it, the graded notebook as nbconvert renders it with the course's template
+(templates/nbconvert/feedback: the lab page without any script). Before rendering, each test
+cell's output is replaced by the trusted report, hidden tests are cleared (nbgrader's
+ClearHiddenTests), long sources and outputs are cut with a note (rendering stays inside the
+notebook's time budget), and everything that came from student code is sanitised with
+nbconvert's SanitizeHTML (bleach): no script, no event handler, no iframe, no javascript:
+URL. A Content-Security-Policy meta tag forbids scripts and remote loads as a second wall, and
+a page in which a check still finds active content is replaced by the summary alone.
 """
 
 from __future__ import annotations
 
 import copy
-import html
-import re
-from functools import lru_cache
-from typing import Any
+from functools import cache
+from html.parser import HTMLParser
+from pathlib import Path
 
+from bleach import clean
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from markupsafe import Markup
+from nbconvert import HTMLExporter
+from nbconvert.filters.markdown import markdown2html
+from nbconvert.preprocessors.sanitize import SanitizeHTML
 from nbformat import NotebookNode
 from nbformat.v4 import new_output
+from nbgrader.preprocessors import ClearHiddenTests, LimitOutput
 
 from autograder.catalog import describe
 from autograder.checks.base import CellResult
 from autograder.contract import test_cell_id
-from autograder.notebook_io import grade_id, is_test
+from autograder.grades import NotebookGrade
+from autograder.notebook_io import grade_id, is_answer, is_test
+from autograder.settings import Limits
 
-STATUS_WORDS = {
-    "ok": "Your notebook ran from top to bottom.",
-    "timeout": (
-        "Your notebook did not finish in time ({detail}). Each answer cell was still graded "
-        "on its own, so the points below are what your answers earned."
-    ),
-    "error": (
-        "The Python kernel running your notebook stopped ({detail}). Each answer cell was "
-        "still graded on its own, so the points below are what your answers earned."
-    ),
-    "invalid": (
-        "This file could not be read as a notebook ({detail}), so nothing in it could be "
-        "graded. Open it in Jupyter, save it again and resubmit."
-    ),
-    "missing": "This notebook was not submitted.",
-}
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+CSP = (
+    "default-src 'none'; img-src data:; style-src 'unsafe-inline'; font-src data:; "
+    "form-action 'none'; base-uri 'none'"
+)
 HIDDEN_MARKERS = ("BEGIN HIDDEN TESTS", "END HIDDEN TESTS", "grade_in_notebook")
-
-_CSS = """
-.grader-summary{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;max-width:60rem;
-margin:1.5rem auto 2rem auto;padding:0 1rem;line-height:1.45;color:#1b1b1b}
-.grader-summary h1{font-size:1.5rem;margin:.2rem 0 .6rem 0}
-.grader-summary .score{font-size:1.25rem;font-weight:600}
-.grader-summary table{border-collapse:collapse;width:100%;margin:.8rem 0}
-.grader-summary th,.grader-summary td{border-bottom:1px solid #ddd;padding:.3rem .5rem;
-text-align:left;vertical-align:top}
-.grader-summary tr.cell th{background:#f3f5f8}
-.grader-summary .ok{color:#17723a;font-weight:600}
-.grader-summary .fail{color:#b3261e;font-weight:600}
-.grader-summary a{color:#1a5fb4;text-decoration:underline}
-.grader-summary .mistake{background:#fff6e5}
-.grader-summary .status-ok{color:#17723a}.grader-summary .status-bad{color:#b3261e}
-.grader-summary ul.notes{color:#444;font-size:.92rem}
-.grader-summary .rule{margin-top:1.5rem;border-top:3px solid #888;padding-top:.4rem;color:#555}
-"""
+IMAGE_LIMIT = 2 * 2**20  # characters of one base64 image kept on the page
 
 
 def _fmt(x: float) -> str:
     return f"{x:g}"
 
 
-def summary_html(state: dict[str, Any]) -> str:
-    """The first screen of the feedback page."""
-    e = html.escape
-    status = state["status"]
-    words = STATUS_WORDS.get(status, status).format(detail=e(state.get("detail") or "no detail"))
-    klass = "status-ok" if status == "ok" else "status-bad"
-    parts = [
-        '<section class="grader-summary">',
-        f"<h1>Feedback · {e(state['notebook'])}</h1>",
-        f"<p>Student: <b>{e(state['student'])}</b></p>",
-        f'<p class="score">Score: {_fmt(state["score"])} / {_fmt(state["max_score"])}</p>',
-        f'<p>Status: <b class="{klass}">{e(status)}</b>. {words}</p>',
-    ]
-    cells = state.get("cells", [])
-    if cells and status not in ("missing", "invalid") and not state.get("synthetic"):
-        parts.append("<table><thead><tr><th>Graded cell / check</th><th>Points</th></tr></thead>")
-        parts.append("<tbody>")
-        for cell in cells:
-            result = CellResult.from_dict(cell["result"])
-            anchor = cell.get("anchor") or cell["grade_id"]
-            link = f'<a href="#{e("cell-id=" + anchor)}">{e(cell["grade_id"])}</a>'
-            parts.append(
-                f'<tr class="cell"><th>{link}</th><th>{_fmt(cell["score"])} / '
-                f"{_fmt(cell['max_score'])}</th></tr>"
-            )
-            if result.problem:
-                parts.append(
-                    f'<tr><td colspan="2">Could not grade the answer: {e(result.problem)}</td></tr>'
-                )
-            for check in result.checks:
-                mark = (
-                    '<span class="ok">passed</span>'
-                    if check.passed
-                    else '<span class="fail">failed</span>'
-                )
-                detail = (
-                    f"<br><small>{e(check.detail)}</small>"
-                    if check.detail and not check.passed
-                    else ""
-                )
-                parts.append(
-                    f"<tr><td>{mark} · {e(check.name)}{detail}</td>"
-                    f"<td>{_fmt(check.earned)} / {_fmt(check.points)}</td></tr>"
-                )
-            for mistake in result.mistakes:
-                parts.append(
-                    f'<tr class="mistake"><td colspan="2"><b>Likely mistake</b> '
-                    f"(<code>{e(mistake)}</code>), look at cell {link}: {e(describe(mistake))}"
-                    "</td></tr>"
-                )
-        parts.append("</tbody></table>")
-    notes = state.get("notes") or []
-    if notes:
-        parts.append("<p>What the grader did with your file:</p><ul class='notes'>")
-        parts.extend(f"<li>{e(n)}</li>" for n in notes)
-        parts.append("</ul>")
-    parts.append(
-        '<p class="rule">Your notebook as it was graded:</p>'
-        if status not in ("invalid", "missing") and not state.get("synthetic")
-        else ""
+@cache
+def templates() -> Environment:
+    env = Environment(
+        loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html", "j2"])
     )
-    parts.append("</section>")
-    return "\n".join(parts)
+    env.globals.update(fmt=_fmt, describe=describe)
+    return env
 
 
-def prepare_notebook(nb: NotebookNode, results: dict[str, CellResult]) -> NotebookNode:
-    """Test cells show the trusted report; hidden tests cleared; long outputs limited."""
-    from nbgrader.preprocessors import ClearHiddenTests, LimitOutput
+@cache
+def css() -> str:
+    return (TEMPLATES / "feedback.css").read_text()
 
+
+@cache
+def exporter() -> HTMLExporter:
+    return HTMLExporter(
+        template_name="feedback", extra_template_basedirs=[str(TEMPLATES / "nbconvert")]
+    )
+
+
+def summary_html(grade: NotebookGrade, notebook_shown: bool) -> str:
+    """The first screen of the feedback page."""
+    status = grade.status
+    klass = {"ok": "status-ok", "unanswered": "status-wait"}.get(status, "status-bad")
+    rule = "Your notebook as it was graded:" if notebook_shown else ""
+    return (
+        templates()
+        .get_template("feedback_summary.html.j2")
+        .render(
+            grade=grade,
+            status_class=klass,
+            status_label=status,
+            show_cells=bool(grade.cells) and grade.submitted,
+            rule=rule,
+        )
+    )
+
+
+def page(grade: NotebookGrade, nb: NotebookNode | None = None) -> str:
+    """The whole feedback page; `nb` is the executed, prepared notebook (None: summary only)."""
+    if nb is not None:
+        summary = summary_html(grade, True)
+        nb = copy.deepcopy(nb)
+        nb.metadata["title"] = f"{grade.student} · {grade.notebook}"
+        resources = {"grader": {"csp": CSP, "css": css(), "summary": summary}}
+        body, _ = exporter().from_notebook_node(nb, resources=resources)
+        if not active_content(body):
+            return body
+        grade = copy.deepcopy(grade)
+        grade.notes.append("The notebook itself is not shown: it held active content.")
+    return summary_page(grade)
+
+
+def summary_page(grade: NotebookGrade) -> str:
+    return (
+        templates()
+        .get_template("feedback_page.html.j2")
+        .render(
+            title=f"{grade.student} · {grade.notebook}",
+            csp=CSP,
+            css=Markup(css()),
+            summary=Markup(summary_html(grade, False)),
+        )
+    )
+
+
+# ---- the notebook under the summary ---------------------------------------------------------
+
+
+def prepare_notebook(
+    nb: NotebookNode, results: dict[str, CellResult], limits: Limits | None = None
+) -> NotebookNode:
+    """Test cells show the trusted report; hidden tests cleared; sizes bounded; sanitised."""
+    limits = limits or Limits()
     nb = copy.deepcopy(nb)
     clear = ClearHiddenTests(enforce_metadata=False)
     prefix = test_cell_id("")
     for index, cell in enumerate(nb.cells):
         gid = grade_id(cell)
-        if not (is_test(cell) and gid):
-            continue
-        answer = gid[len(prefix) :] if gid.startswith(prefix) else gid
-        if answer in results:
-            cell.outputs = [new_output("stream", name="stdout", text=results[answer].render())]
-        else:
-            cell.outputs = []
-        clear.preprocess_cell(cell, {}, index)
-        if any(marker in cell.source for marker in HIDDEN_MARKERS):  # never show hidden tests
-            cell.source = "# (hidden tests)"
+        if is_test(cell) and gid:
+            answer = gid[len(prefix) :] if gid.startswith(prefix) else gid
+            report = results[answer].render() if answer in results else ""
+            cell.outputs = [new_output("stream", name="stdout", text=report)] if report else []
+            clear.preprocess_cell(cell, {}, index)
+            if any(marker in cell.source for marker in HIDDEN_MARKERS):  # never show them
+                cell.source = "# (hidden tests)"
+        _bound(cell, limits)
+        _markdown_as_html(cell)
     nb, _ = LimitOutput(max_lines=200, max_traceback=40).preprocess(nb, {})
+    nb, _ = SanitizeHTML(strip=True).preprocess(nb, {})
     return nb
 
 
-@lru_cache(maxsize=1)
-def _exporter() -> Any:
-    from nbconvert import HTMLExporter
-
-    return HTMLExporter(template_name="lab")
-
-
-def notebook_html(nb: NotebookNode, title: str) -> str:
-    nb = copy.deepcopy(nb)
-    nb.metadata["title"] = title
-    body, _ = _exporter().from_notebook_node(nb)
-    return body
+def _cut(text: str, limit: int, what: str) -> str:
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}\n[{what} cut by the grader: {len(text) - limit:,} more characters]"
 
 
-def page(state: dict[str, Any], nb: NotebookNode | None = None) -> str:
-    """The whole feedback page; `nb` is the executed, prepared notebook (None: summary only)."""
-    title = f"{state['student']} · {state['notebook']}"
-    summary = summary_html(state)
-    if nb is not None:
-        body = notebook_html(nb, title)
-        match = re.search(r"<body[^>]*>", body)
-        if match:
-            body = body[: match.end()] + summary + body[match.end() :]
-            return body.replace("</head>", f"<style>{_CSS}</style></head>", 1)
-    return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>{html.escape(title)}</title><style>{_CSS}</style></head>"
-        f"<body>{summary}</body></html>\n"
-    )
+def _bound(cell: NotebookNode, limits: Limits) -> None:
+    """Cut a cell's source and outputs to what the page shows (rendering time and size)."""
+    src = cell.get("source", "")
+    src = "".join(src) if isinstance(src, list) else str(src)
+    cell.source = _cut(src, limits.render_source_chars, "source")
+    for output in cell.get("outputs", []):
+        if "text" in output:
+            text = output["text"]
+            text = "".join(text) if isinstance(text, list) else str(text)
+            output["text"] = _cut(text, limits.render_output_chars, "output")
+        data = output.get("data", {})
+        for mime, value in list(data.items()):
+            text = "".join(value) if isinstance(value, list) else value
+            if not isinstance(text, str):
+                continue
+            if mime.startswith("image/"):
+                if len(text) > IMAGE_LIMIT:
+                    del data[mime]
+                    data.setdefault("text/plain", "[an image too large to show]")
+            else:
+                data[mime] = _cut(text, limits.render_output_chars, "output")
+
+
+def _safe_html(markdown: str) -> str:
+    return clean(markdown2html(markdown), tags=SanitizeHTML().tags, strip=True)
+
+
+def _markdown_as_html(cell: NotebookNode) -> None:
+    """Markdown from student code or a student's written answer, rendered and cleaned here:
+    bleach cleans HTML, but a markdown link to javascript: only becomes HTML later."""
+    if cell.cell_type == "markdown" and is_answer(cell):
+        cell.source = _safe_html(cell.source)
+    for output in cell.get("outputs", []):
+        data = output.get("data", {})
+        if isinstance(data.get("text/markdown"), str):
+            data["text/html"] = _safe_html(data.pop("text/markdown"))
+
+
+# ---- a last check for active content ----------------------------------------------------------
+
+
+class _ActiveContent(HTMLParser):
+    BAD_TAGS = {"script", "iframe", "frame", "object", "embed", "applet", "base", "form"}
+    URL_ATTRS = {"href", "src", "action", "formaction", "xlink:href", "data", "srcdoc"}
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.found: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in self.BAD_TAGS:
+            self.found.append(f"<{tag}>")
+        for name, value in attrs:
+            if name.startswith("on"):
+                self.found.append(f"{tag} {name}=")
+            text = "".join((value or "").split()).lower()
+            if name in self.URL_ATTRS and text.startswith(("javascript:", "vbscript:")):
+                self.found.append(f"{tag} {name}={text[:30]}")
+            if tag == "meta" and name == "http-equiv" and text == "refresh":
+                self.found.append("<meta refresh>")
+
+    handle_startendtag = handle_starttag
+
+
+def active_content(html: str) -> list[str]:
+    """Script tags, event handlers, frames and javascript: URLs found in `html`."""
+    parser = _ActiveContent()
+    parser.feed(html)
+    parser.close()
+    return parser.found

@@ -23,8 +23,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nbformat import NotebookNode
+from traitlets.config import Config
 
 from autograder.contract import CONTRACT
+from autograder.nbgrader_settings import configure
 from autograder.notebook_io import (
     grade_id,
     is_answer,
@@ -35,6 +37,7 @@ from autograder.notebook_io import (
 )
 
 MISSING_ANSWER = "# (this answer cell is missing from the submission)"
+NAME_SEARCH_CHARS = 64_000  # longer cells are not parsed for the names they define
 _HIDDEN = re.compile(r"^[^\n]*BEGIN HIDDEN TESTS.*?END HIDDEN TESTS[^\n]*(\n|$)", re.S | re.M)
 
 
@@ -53,11 +56,17 @@ def normalise(src: str) -> str:
     return "\n".join(line.rstrip() for line in src.strip("\n").splitlines()).strip()
 
 
-def defined_names(src: str) -> set[str]:
-    """Names a cell binds at module level (defs, classes, assignments, imports)."""
+def defined_names(src: str, limit: int = NAME_SEARCH_CHARS) -> set[str]:
+    """Names a cell binds at module level (defs, classes, assignments, imports).
+
+    Empty for a cell longer than `limit` or one that cannot be parsed in any way (deep
+    nesting raises RecursionError or MemoryError in the parser: student input is hostile).
+    """
+    if len(src) > limit:
+        return set()
     try:
         tree = ast.parse(python_source(src))
-    except (SyntaxError, ValueError):
+    except Exception:  # SyntaxError, ValueError, RecursionError, MemoryError, ...
         return set()
     names: set[str] = set()
 
@@ -86,7 +95,10 @@ def defined_names(src: str) -> set[str]:
                 for handler in getattr(node, "handlers", []) or []:
                     visit(handler.body)
 
-    visit(tree.body)
+    try:
+        visit(tree.body)
+    except RecursionError:
+        return set()
     return names
 
 
@@ -104,10 +116,6 @@ def release_stubs(master: NotebookNode) -> dict[str, str]:
     The same text nbgrader's ClearSolutions writes (a test holds the two to each other),
     without importing nbgrader: the rebuild sits on the path to the kernel's start.
     """
-    from traitlets.config import Config
-
-    from autograder.nbgrader_settings import configure
-
     settings = configure(Config()).ClearSolutions
     code_stub, text_stub = settings.code_stub["python"], settings.text_stub
     stubs = {}
@@ -165,50 +173,9 @@ def rebuild(master: NotebookNode, student: Any, stubs: dict[str, str] | None = N
     nb = copy.deepcopy(master)
     result = Rebuilt(nb, {})
     for gid, mcell in master_answers:
-        code = mcell.cell_type == "code"
-        found = [(i, c) for i, c in by_id.get(gid, []) if not code or c.get("cell_type") == "code"]
-        edited = [(i, c) for i, c in found if normalise(source(c)) != stub_norm.get(gid)]
-        chosen = edited[-1] if edited else (found[-1] if found else None)
-        if len(found) > 1:
-            where = ", ".join(f"#{i + 1}" for i, _ in found)
-            pick = f"#{chosen[0] + 1}" if chosen else "none"
-            result.notes.append(
-                f"{len(found)} cells carry the answer id {gid} (cells {where}); graded cell "
-                f"{pick}, the last one that differs from the empty stub."
-            )
-        how = "grade_id"
-        if code and (chosen is None or not edited):
-            names = set(answer_names(gid, source(mcell)))
-            scored = [
-                (len(names & defined_names(source(c))), i, c)
-                for i, c in enumerate(cells)
-                if free_code_cell(c) and grade_id(c) != gid
-            ]
-            best = max((s for s in scored if s[0] > 0), key=lambda s: (s[0], s[1]), default=None)
-            if best is not None:
-                chosen, how = (best[1], best[2]), "names"
-                why = (
-                    "its answer id was lost"
-                    if not found
-                    else "the answer cell still holds the stub"
-                )
-                result.notes.append(
-                    f"{gid}: graded cell #{best[1] + 1}, which defines "
-                    f"{', '.join(sorted(names & defined_names(source(best[2]))))} ({why})."
-                )
-        if chosen is None and code:
-            how = "missing"
-            result.notes.append(
-                f"{gid}: no answer found (the cell was deleted or lost its id, and no cell "
-                f"defines {', '.join(answer_names(gid, source(mcell)))}); it scores 0."
-            )
-        elif chosen is None:
-            how = "missing"
-            result.notes.append(
-                f"{gid}: the written answer was not found (its cell was deleted or lost its id)."
-            )
-        src = source(chosen[1]) if chosen else None
+        src, how = _answer(gid, mcell, cells, by_id.get(gid, []), stub_norm, free_code_cell, result)
         result.how[gid] = how
+        code = mcell.cell_type == "code"
         if code:
             result.answers[gid] = src
         for cell in nb.cells:
@@ -223,7 +190,55 @@ def rebuild(master: NotebookNode, student: Any, stubs: dict[str, str] | None = N
     return result
 
 
-def match_score(nb: Any, master: NotebookNode) -> int:
+def _answer(
+    gid: str,
+    mcell: NotebookNode,
+    cells: list[dict[str, Any]],
+    with_id: list[tuple[int, dict[str, Any]]],
+    stub_norm: dict[str, str],
+    free_code_cell: Any,
+    result: Rebuilt,
+) -> tuple[str | None, str]:
+    """(the student's source of answer `gid` or None, how it was found); notes go to result."""
+    code = mcell.cell_type == "code"
+    found = [(i, c) for i, c in with_id if not code or c.get("cell_type") == "code"]
+    edited = [(i, c) for i, c in found if normalise(source(c)) != stub_norm.get(gid)]
+    chosen = edited[-1] if edited else (found[-1] if found else None)
+    if len(found) > 1:
+        where = ", ".join(f"#{i + 1}" for i, _ in found)
+        pick = f"#{chosen[0] + 1}" if chosen else "none"
+        result.notes.append(
+            f"{len(found)} cells carry the answer id {gid} (cells {where}); graded cell "
+            f"{pick}, the last one that differs from the empty stub."
+        )
+    how = "grade_id"
+    if code and (chosen is None or not edited):
+        names = set(answer_names(gid, source(mcell)))
+        scored = [
+            (len(names & defined_names(source(c))), i, c)
+            for i, c in enumerate(cells)
+            if free_code_cell(c) and grade_id(c) != gid
+        ]
+        best = max((s for s in scored if s[0] > 0), key=lambda s: (s[0], s[1]), default=None)
+        if best is not None:
+            chosen, how = (best[1], best[2]), "names"
+            why = "its answer id was lost" if not found else "the answer cell still holds the stub"
+            result.notes.append(
+                f"{gid}: graded cell #{best[1] + 1}, which defines "
+                f"{', '.join(sorted(names & defined_names(source(best[2]))))} ({why})."
+            )
+    if chosen is None:
+        result.notes.append(
+            f"{gid}: no answer found (the cell was deleted or lost its id, and no cell "
+            f"defines {', '.join(answer_names(gid, source(mcell)))}); it scores 0."
+            if code
+            else f"{gid}: the written answer was not found (its cell was deleted or lost its id)."
+        )
+        return None, "missing"
+    return source(chosen[1]), how
+
+
+def match_score(nb: Any, master: NotebookNode, limit: int = NAME_SEARCH_CHARS) -> int:
     """How strongly a (possibly renamed) submission looks like `master`: shared answer ids
     count 2, contract names defined in its code cells count 1."""
     answers = {gid: c for c in master.cells if is_answer(c) and (gid := grade_id(c))}
@@ -233,7 +248,7 @@ def match_score(nb: Any, master: NotebookNode) -> int:
     defined: set[str] = set()
     for c in cells:
         if c.get("cell_type") == "code":
-            defined |= defined_names(source(c))
+            defined |= defined_names(source(c), limit)
     for gid, c in answers.items():
         if c.cell_type == "code":
             score += len(set(answer_names(gid, source(c))) & defined)

@@ -1,29 +1,36 @@
-"""Benchmark the grader (figures, not asserts).
+"""Benchmark the grader, side by side in one run (figures, not asserts).
 
-    .venv/bin/python benchmarks/bench_grade.py [--notebooks 01,05] [--class-size 8] [--skip-class]
+    .venv/bin/python benchmarks/bench_grade.py [--notebooks 01,05] [--class-size 8] [--no-jail]
 
-(a) seconds to autograde one full submission (the solutions, every notebook in solutions/ or
-    the --notebooks subset) with `python -m autograder grade`, against executing the same
-    solution notebooks bare with nbclient in one process; the ratio (goal <= 1.3).
-(b) a class of --class-size submissions (copies of the solutions) graded with --jobs 1 and
-    --jobs 2; the ratio.
-Both sides are timed as whole subprocesses, interpreter start included, with
-NBGRADER_EXECUTION=autograde (the notebooks' shorter training runs) on both sides. Set
-$TINYSHAKESPEARE when the notebooks need the data set.
+(a) one full submission (the solutions of every notebook, or of --notebooks) graded with
+    `python -m autograder grade`, against executing the same solution notebooks bare with
+    nbclient in one process; the ratio (goal <= 1.0, jail on).
+(b) a class of --class-size submissions graded with --jobs 1 and --jobs 2; the ratio
+    (goal <= 0.6 on 2 cores).
+(c) the same class through a `dask scheduler` and two `dask worker` processes on loopback
+    (`--scheduler`); the cluster is started before the clock and stopped after it.
+Then what a class of 1,000 students costs per core, from (b). Every side is timed as a whole
+subprocess, interpreter start included, with NBGRADER_EXECUTION=autograde (the notebooks'
+shorter training runs) on both sides. Set $TINYSHAKESPEARE when the notebooks need the data.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from autograder.examples import correct, course_notebooks, dump
+from autograder.paths import ROOT, SOLUTIONS
 
 BARE = """
 import os, sys, nbformat
@@ -34,6 +41,8 @@ for path in sys.argv[1:]:
     NotebookClient(nb, timeout=600, kernel_name="python3",
                    resources={"metadata": {"path": "."}}).execute()
 """
+DASK = Path(sys.executable).parent / "dask"
+STUDENTS = 1000
 
 
 def timed(cmd: list[str], cwd: Path) -> float:
@@ -43,9 +52,7 @@ def timed(cmd: list[str], cwd: Path) -> float:
 
 
 def make_class(folder: Path, notebooks: list[str], size: int) -> None:
-    from tests.corpus import hostile
-
-    files = {nb: hostile.dump(hostile.correct(nb)) for nb in notebooks}
+    files = {nb: dump(correct(nb)) for nb in notebooks}
     for i in range(size):
         student = folder / f"student_{i + 1:02d}"
         student.mkdir(parents=True)
@@ -53,27 +60,69 @@ def make_class(folder: Path, notebooks: list[str], size: int) -> None:
             (student / nb).write_bytes(content)
 
 
-def grade(submissions: Path, out: Path, jobs: int, work: Path) -> float:
-    if out.exists():
-        shutil.rmtree(out)
-    cmd = [
-        sys.executable,
-        "-m",
-        "autograder",
-        "grade",
-        str(submissions),
-        "--out",
-        str(out),
-        "--jobs",
-        str(jobs),
-        "--quiet",
-    ]
-    return timed(cmd, ROOT)
+def grade(submissions: Path, out: Path, options: list[str]) -> float:
+    shutil.rmtree(out, ignore_errors=True)
+    cmd = [sys.executable, "-m", "autograder", "grade", str(submissions), "--out", str(out)]
+    return timed([*cmd, "--quiet", *options], ROOT)
+
+
+@contextmanager
+def loopback_cluster(work: Path, workers: int) -> Iterator[str]:
+    """`dask scheduler` and `dask worker` processes on 127.0.0.1; yields the address."""
+    address_file = work / "scheduler.json"
+    common = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "start_new_session": True}
+    procs = [
+        subprocess.Popen([str(DASK), "scheduler", "--host", "127.0.0.1", "--port", "0",
+                          "--no-dashboard", "--scheduler-file", str(address_file)], **common)
+    ]  # fmt: skip
+    try:
+        while not address_file.exists():
+            time.sleep(0.2)
+        for _ in range(workers):
+            procs.append(subprocess.Popen(
+                [str(DASK), "worker", "--scheduler-file", str(address_file), "--nthreads", "1",
+                 "--no-nanny", "--no-dashboard", "--host", "127.0.0.1"], **common))  # fmt: skip
+        yield json.loads(address_file.read_text())["address"]
+    finally:
+        for proc in procs[::-1]:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(30)
+
+
+def single(work: Path, notebooks: list[str], jail: list[str]) -> None:
+    make_class(work / "single", notebooks, 1)
+    (work / "run").mkdir()
+    bare = timed(
+        [sys.executable, "-c", BARE, *[str(SOLUTIONS / nb) for nb in notebooks]], work / "run"
+    )
+    graded = grade(work / "single", work / "out-single", ["--jobs", "1", *jail])
+    print(f"(a) one submission: bare nbclient {bare:.1f} s, graded {graded:.1f} s, "
+          f"ratio {graded / bare:.2f} (goal <= 1.0{'' if jail else ', jail on'})")  # fmt: skip
+
+
+def klass(work: Path, notebooks: list[str], size: int, jail: list[str]) -> None:
+    make_class(work / "class", notebooks, size)
+    one = grade(work / "class", work / "out-j1", ["--jobs", "1", *jail])
+    two = grade(work / "class", work / "out-j2", ["--jobs", "2", *jail])
+    print(f"(b) class of {size}: --jobs 1 {one:.1f} s, --jobs 2 {two:.1f} s, "
+          f"ratio {two / one:.2f} (goal <= 0.6 on 2 cores)")  # fmt: skip
+    with loopback_cluster(work, 2) as address:
+        time.sleep(5)  # the workers connect and load their runtimes
+        dask = grade(work / "class", work / "out-dask", ["--scheduler", address, *jail])
+    print(f"(c) class of {size} on `dask scheduler` + 2 `dask worker` (loopback): {dask:.1f} s, "
+          f"ratio to --jobs 1 {dask / one:.2f}")  # fmt: skip
+    per_student = one / size  # seconds of one core per student, start-up shared by the class
+    core_hours = STUDENTS * per_student / 3600
+    efficiency = one / (2 * two)  # of two workers on two cores, from (b)
+    print(
+        f"1,000 students x {len(notebooks)} notebooks: {per_student:.1f} s of one core each = "
+        f"{core_hours:.1f} core-hours; {core_hours / (2 * efficiency):.1f} h on 2 cores, "
+        f"{core_hours / (32 * efficiency):.2f} h on 32 cores at (b)'s efficiency "
+        f"({100 * efficiency:.0f}%)"
+    )
 
 
 def main() -> int:
-    from tests.corpus import hostile
-
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -82,35 +131,21 @@ def main() -> int:
     )
     p.add_argument("--class-size", type=int, default=8)
     p.add_argument("--skip-class", action="store_true", help="only (a)")
-    p.add_argument("--skip-single", action="store_true", help="only (b)")
+    p.add_argument("--skip-single", action="store_true", help="only (b) and (c)")
+    p.add_argument("--no-jail", action="store_true", help="grade without the jail (unsafe)")
     args = p.parse_args()
-    notebooks = hostile.course_notebooks()
+    notebooks = course_notebooks()
     if args.notebooks:
         wanted = {n.strip().zfill(2) for n in args.notebooks.split(",")}
         notebooks = [nb for nb in notebooks if nb[:2] in wanted]
-    print(f"notebooks: {', '.join(notebooks)}")
+    jail = ["--no-jail"] if args.no_jail else []
+    print(f"notebooks: {', '.join(notebooks)}; jail {'off' if jail else 'on'}; "
+          f"{os.cpu_count()} cores")  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
-        work = Path(tmp)
         if not args.skip_single:
-            single = work / "single"
-            make_class(single, notebooks, 1)
-            solutions = [str(ROOT / "solutions" / nb) for nb in notebooks]
-            (work / "run").mkdir()
-            bare = timed([sys.executable, "-c", BARE, *solutions], work / "run")
-            graded = grade(single, work / "out-single", 1, work)
-            print(
-                f"(a) bare nbclient: {bare:.1f} s   autograde one submission: {graded:.1f} s   "
-                f"ratio {graded / bare:.2f} (goal <= 1.3)"
-            )
+            single(Path(tmp), notebooks, jail)
         if not args.skip_class:
-            klass = work / "class"
-            make_class(klass, notebooks, args.class_size)
-            one = grade(klass, work / "out-j1", 1, work)
-            two = grade(klass, work / "out-j2", 2, work)
-            print(
-                f"(b) class of {args.class_size}: --jobs 1 {one:.1f} s   --jobs 2 {two:.1f} s   "
-                f"ratio {two / one:.2f}"
-            )
+            klass(Path(tmp), notebooks, args.class_size, jail)
     return 0
 
 

@@ -59,7 +59,7 @@ def run_notebook(jail: object, nb: object) -> float:
 
 
 def probes(sandbox: object, master: object, answers: dict) -> float:
-    from autograder.grade import score_answers
+    from autograder.judge import score_answers
 
     start = time.perf_counter()
     results, _ = score_answers(master, answers, sandbox)
@@ -95,7 +95,7 @@ def main() -> int:
     p.add_argument("--repeat", type=int, default=2)
     args = p.parse_args()
 
-    from autograder.grade import load_masters
+    from autograder.discover import load_masters
     from autograder.jail import Jail
     from autograder.rebuild import rebuild
     from autograder.sandbox import Sandbox

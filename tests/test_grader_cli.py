@@ -1,32 +1,54 @@
-"""The command line's input handling and the class outputs, without kernels."""
+"""The command line's input handling, state files and the class outputs, without kernels."""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
+import os
 import stat
 import zipfile
 from pathlib import Path
 
 import pytest
 
-from autograder.cli import class_root, extract_zip, main
-from autograder.grade import discover, load_masters, state_path, write_outputs
-from tests.corpus import hostile
+from autograder.checks.base import CellResult, Check
+from autograder.cli import _delegate, main
+from autograder.discover import (
+    InputError,
+    class_root,
+    discover,
+    extract_zip,
+    load_masters,
+    select_notebooks,
+)
+from autograder.examples import correct, course_notebooks, dump, release
+from autograder.grade import submission_key
+from autograder.grades import CellGrade, NotebookGrade
+from autograder.outdir import state_path
+from autograder.outputs import collect, neutral, write_outputs
+from autograder.settings import Limits, explain
+from autograder.state import StateStore
+
+FIRST = course_notebooks()[0]
 
 
 @pytest.mark.parametrize(
     "argv, message",
     [
-        ([], "required"),
-        (["nowhere", "--out", "o"], "does not exist"),
-        (["{file}", "--out", "o"], "not a .zip"),
-        (["{dir}", "--out", "o", "--jobs", "0"], "must be positive"),
-        (["{dir}", "--out", "o", "--timeout", "soon"], "expected a number"),
-        (["{dir}", "--out", "{file}"], "not a folder"),
-        (["{zip}", "--out", "o"], "not a readable zip"),
-        (["{dir}", "--out", "o"], "no student folders"),
+        (["grade"], "required"),
+        (["grade", "nowhere", "--out", "o"], "does not exist"),
+        (["grade", "{file}", "--out", "o"], "not a .zip"),
+        (["grade", "{dir}", "--out", "o", "--jobs", "0"], "must be positive"),
+        (["grade", "{dir}", "--out", "o", "--timeout", "soon"], "expected a number"),
+        (["grade", "{dir}", "--out", "{file}"], "not a folder"),
+        (["grade", "{zip}", "--out", "o"], "not a readable zip"),
+        (["grade", "{dir}", "--out", "o", "--no-jail"], "no student folders"),
+        (["grade", "{dir}", "--out", "o", "--notebooks", "09"], "not a course notebook"),
+        (
+            ["grade", "{dir}", "--out", "o", "--jobs", "2", "--scheduler", "tcp://x:1"],
+            "not allowed",
+        ),
     ],
 )
 def test_bad_input_exits_2_with_one_clear_line(
@@ -41,27 +63,64 @@ def test_bad_input_exits_2_with_one_clear_line(
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+    assert err.strip().splitlines()[-1].startswith("python -m autograder grade: error:")
 
 
-def test_zip_extraction_never_leaves_the_target(tmp_path: Path) -> None:
+def test_subcommands_that_are_not_installed_say_so(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _delegate("autograder.no_such_module", "export")([]) == 2
+    assert (
+        capsys.readouterr().err.strip()
+        == "python -m autograder export: not available in this version"
+    )
+    assert main([]) == 2  # no command: the usage
+    assert "grade" in capsys.readouterr().out
+
+
+def test_limits_are_explained_one_by_one(capsys: pytest.CaptureFixture[str]) -> None:
+    text = explain()
+    for name in Limits.__dataclass_fields__:
+        assert f"\n{name} = " in "\n" + text
+    assert main(["grade", "--limits"]) == 0
+    assert "zip_ratio" in capsys.readouterr().out
+
+
+def test_notebooks_are_chosen_by_number_or_name(tmp_path: Path) -> None:
+    assert (
+        select_notebooks("01,02")
+        == select_notebooks(f"2 {FIRST}\n")
+        == tuple(course_notebooks()[:2])
+    )
+    assert select_notebooks("01, 3") == (FIRST, course_notebooks()[2])
+    assert select_notebooks("# the first\n01  # due Monday\n") == (FIRST,)
+    with pytest.raises(InputError):
+        select_notebooks("# nothing\n")
+
+
+def test_zip_extraction_never_leaves_the_target_and_refuses_bombs(tmp_path: Path) -> None:
     archive = tmp_path / "class.zip"
-    with zipfile.ZipFile(archive, "w") as zf:
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zf:
         zf.writestr("class/alice/01.ipynb", "{}")
         zf.writestr("class/bob/01.ipynb", "{}")
-        zf.writestr("../escape.txt", "x")
-        zf.writestr("/abs/escape.txt", "x")
-        zf.writestr("class/../../up.txt", "x")
-        link = zipfile.ZipInfo("class/alice/link")
+        zf.writestr("class/bob/bomb.ipynb", b"0" * (8 * 2**20))
+        zf.writestr("class/bob/notes.txt", "not extracted")
+        zf.writestr("../escape.ipynb", "x")
+        zf.writestr("/abs/escape.ipynb", "x")
+        zf.writestr("class/../../up.ipynb", "x")
+        link = zipfile.ZipInfo("class/alice/link.ipynb")
         link.external_attr = (stat.S_IFLNK | 0o777) << 16
         zf.writestr(link, "/etc/passwd")
     dest = tmp_path / "out" / "x"
     dest.mkdir(parents=True)
-    warnings = extract_zip(archive, dest)
-    assert len(warnings) == 4 and all("unsafe" in w for w in warnings)
-    assert not (tmp_path / "escape.txt").exists() and not (tmp_path / "out" / "up.txt").exists()
-    assert not (dest / "class" / "alice" / "link").exists()
+    warnings, refused = extract_zip(archive, dest, Limits(zip_ratio=100))
+    assert sum("unsafe" in w for w in warnings) == 4
+    assert not (tmp_path / "escape.ipynb").exists() and not (tmp_path / "out" / "up.ipynb").exists()
+    assert not (dest / "class" / "alice" / "link.ipynb").exists()
+    bomb = (dest / "class" / "bob" / "bomb.ipynb").resolve()
+    assert "zip bomb" in refused[bomb] and bomb.stat().st_size == 0
+    assert not (dest / "class" / "bob" / "notes.txt").exists()
     assert class_root(dest) == dest / "class"
-    assert [s.name for s in sorted((dest / "class").iterdir())] == ["alice", "bob"]
+    with pytest.raises(InputError):
+        extract_zip(archive, dest, Limits(zip_bytes=100))
 
 
 def test_a_zip_of_one_student_folder_is_a_class_of_one(tmp_path: Path) -> None:
@@ -70,115 +129,143 @@ def test_a_zip_of_one_student_folder_is_a_class_of_one(tmp_path: Path) -> None:
     assert class_root(tmp_path) == tmp_path
 
 
-def fake_state(
-    out: Path, student: str, notebook: str, sub, masters, status: str, lose: dict
-) -> None:
-    from autograder.grade import submission_key
-
-    master = masters[notebook]
+def graded(
+    student: str, notebook: str, key: str, status: str, lose: dict[str, str]
+) -> NotebookGrade:
+    """A grade as a worker returns it, every check passed except the cells in `lose`."""
+    master = load_masters()[notebook]
     cells = []
     for gid, points in master.graded.items():
-        lost = gid in lose
-        cells.append(
-            {
-                "grade_id": gid,
-                "score": 0.0 if lost else points,
-                "max_score": points,
-                "mistakes": [lose[gid]] if lost else [],
-                "anchor": gid,
-                "result": {
-                    "grade_id": gid,
-                    "checks": [
-                        {
-                            "name": "c",
-                            "points": points,
-                            "earned": 0.0 if lost else points,
-                            "detail": "",
-                        }
-                    ],
-                    "mistakes": [lose[gid]] if lost else [],
-                    "problem": "",
-                },
-            }
-        )
-    state = {
-        "student": student,
-        "notebook": notebook,
-        "key": submission_key(sub.files[notebook], master),
-        "status": status,
-        "detail": "",
-        "notes": [],
-        "cells": cells,
-        "score": sum(c["score"] for c in cells),
-        "max_score": master.max_score,
-    }
-    path = state_path(out, student, notebook)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(state))
+        earned = 0.0 if gid in lose else points
+        result = CellResult(gid, [Check("c", points, earned)], [lose[gid]] if gid in lose else [])
+        cells.append(CellGrade.judged(result, points, gid))
+    cells += [CellGrade(g, p, 0.0, None, g, True, "waiting") for g, p in master.manual.items()]
+    return NotebookGrade(student, notebook, status, key=key, cells=cells)
 
 
 def read_csv(path: Path) -> list[dict[str, str]]:
     return list(csv.DictReader(io.StringIO(path.read_text())))
 
 
-def test_outputs_from_states(tmp_path: Path) -> None:
+def write_class(tmp_path: Path) -> tuple[Path, Path, dict, list]:
     masters = load_masters()
-    first = hostile.course_notebooks()[0]
-    gid = next(iter(masters[first].graded))
     klass, out = tmp_path / "class", tmp_path / "out"
     for student in ("ann", "ben", "cid"):
         (klass / student).mkdir(parents=True)
-    (klass / "ann" / first).write_bytes(hostile.dump(hostile.correct(first)))
-    (klass / "ben" / first).write_bytes(hostile.dump(hostile.release(first)))
-    subs = discover(klass, masters)
-    fake_state(out, "ann", first, subs[0], masters, "ok", {})
-    fake_state(out, "ben", first, subs[1], masters, "timeout", {gid: "loop-exclusive"})
-    write_outputs(out, subs, masters)
+    (klass / "ann" / FIRST).write_bytes(dump(correct(FIRST)))
+    (klass / "ben" / FIRST).write_bytes(dump(release(FIRST)))
+    return klass, out, masters, discover(klass, masters)
+
+
+def keys_of(subs: list, masters: dict) -> dict[tuple[str, str], str]:
+    return {
+        (s.student, nb): submission_key(p.read_bytes(), masters[nb])
+        for s in subs
+        for nb, p in s.files.items()
+    }
+
+
+def test_grades_round_trip_through_json() -> None:
+    grade = graded("ann", FIRST, "k", "timeout", {next(iter(load_masters()[FIRST].graded)): "x"})
+    back = NotebookGrade.from_json(json.loads(json.dumps(grade.to_json())))
+    assert back == grade and back.score == grade.score and back.max_score == grade.max_score
+    with pytest.raises(ValueError):
+        NotebookGrade("ann", FIRST, "great")
+
+
+def test_states_are_authenticated_and_forgeries_regraded(tmp_path: Path) -> None:
+    store = StateStore(tmp_path)
+    key_file = tmp_path / ".state" / "key"
+    assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+    grade = graded("ann", FIRST, "k1", "ok", {})
+    store.save(grade)
+    assert store.load("ann", FIRST, "k1") == grade
+    assert store.load("ann", FIRST, "k2") is None  # another submission: graded again
+    path = state_path(tmp_path, "ann", FIRST)
+    doc = json.loads(path.read_text())
+    doc["grade"]["cells"][0]["score"] = 99.0  # an edit without the key
+    path.write_text(json.dumps(doc))
+    assert store.check("ann", FIRST, "k1") == (None, "its MAC does not verify")
+    other = StateStore(tmp_path / "elsewhere")  # a MAC made with another key
+    other.save(graded("ann", FIRST, "k1", "ok", {}))
+    path.write_bytes(state_path(tmp_path / "elsewhere", "ann", FIRST).read_bytes())
+    assert store.load("ann", FIRST, "k1") is None
+    store.save(graded("ben", FIRST, "k1", "ok", {}))  # someone else's state under ann's name
+    os.replace(state_path(tmp_path, "ben", FIRST), path)
+    assert store.check("ann", FIRST, "k1") == (None, "it is another notebook's")
+    assert StateStore(tmp_path).load("ben", FIRST) is None  # the key is kept, ben's moved
+
+
+def test_outputs_from_states(tmp_path: Path) -> None:
+    klass, out, masters, subs = write_class(tmp_path)
+    gid = next(iter(masters[FIRST].graded))
+    keys = keys_of(subs, masters)
+    store = StateStore(out)
+    store.save(graded("ann", FIRST, keys["ann", FIRST], "ok", {}))
+    store.save(graded("ben", FIRST, keys["ben", FIRST], "timeout", {gid: "loop-exclusive"}))
+    write_outputs(out, collect(subs, masters, store, keys), masters)
 
     grades = read_csv(out / "grades.csv")
+    assert list(grades[0])[:5] == ["student", "notebook", "score", "max_score", "status"]
     assert len(grades) == 3 * len(masters)
     by = {(r["student"], r["notebook"]): r for r in grades}
-    assert by[("ann", first)]["status"] == "ok"
-    assert float(by[("ann", first)]["score"]) == masters[first].max_score
-    assert by[("ben", first)]["status"] == "timeout"
-    assert all(by[("cid", nb)]["status"] == "missing" for nb in masters)
+    assert by["ann", FIRST]["status"] == "ok"
+    assert float(by["ann", FIRST]["score"]) == sum(masters[FIRST].graded.values())
+    assert float(by["ann", FIRST]["max_score"]) == masters[FIRST].max_score
+    assert by["ben", FIRST]["status"] == "timeout"
+    assert all(by["cid", nb]["status"] == "missing" for nb in masters)
     assert read_csv(out / "diagnoses.csv") == [
-        {"student": "ben", "notebook": first, "grade_id": gid, "mistake": "loop-exclusive"}
+        {"student": "ben", "notebook": FIRST, "grade_id": gid, "mistake": "loop-exclusive"}
     ]
     cells = read_csv(out / "cells.csv")
-    assert len(cells) == 3 * sum(len(m.graded) for m in masters.values())
+    per_student = sum(len(m.graded) + len(m.manual) for m in masters.values())
+    assert len(cells) == 3 * per_student
     for name in ("scores.png", "pass_rates.png", "mistakes.png"):
         assert (out / "report" / name).read_bytes()[:4] == b"\x89PNG"
     report = (out / "report.html").read_text()
-    assert "loop-exclusive" in report and 'src="report/scores.png"' in report
-    assert (out / "feedback" / "cid" / f"{Path(first).stem}.html").is_file()
+    assert "loop-exclusive" in report and report.count('src="data:image/png;base64,') == 3
+    assert report.count("Pass rate per graded cell") == 0 and "1 of 2 who handed it in" in report
+    assert (out / "feedback" / "cid" / f"{Path(FIRST).stem}.html").is_file()
+    gradebook(out, masters, gid)
 
+
+def gradebook(out: Path, masters: dict, gid: str) -> None:
     from nbgrader.api import Gradebook
 
     with Gradebook(f"sqlite:///{out / 'gradebook.db'}", course_id="self-attention") as gb:
         assert {s.id for s in gb.students} == {"ann", "ben", "cid"}
-        name = Path(first).stem
+        name = Path(FIRST).stem
         ann = gb.find_submission_notebook(name, "self-attention", "ann")
         ben = gb.find_submission_notebook(name, "self-attention", "ben")
-        assert ann.score == masters[first].max_score and not ann.flagged
-        assert ben.score == masters[first].max_score - masters[first].graded[gid] and ben.flagged
+        full = sum(masters[FIRST].graded.values())
+        assert ann.score == full and not ann.flagged
+        assert ben.score == full - masters[FIRST].graded[gid] and ben.flagged
+
+
+def test_only_the_chosen_notebooks_count(tmp_path: Path) -> None:
+    klass, out, _, _ = write_class(tmp_path)
+    masters = load_masters(notebooks=(FIRST,))
+    subs = discover(klass, masters)
+    write_outputs(out, collect(subs, masters, StateStore(out), keys_of(subs, masters)), masters)
+    assert {r["notebook"] for r in read_csv(out / "grades.csv")} == {FIRST}
+    assert "3 students, 1 notebook" in " ".join((out / "report.html").read_text().split())
+
+
+def test_spreadsheet_formulas_are_neutralised() -> None:
+    for text in ('=HYPERLINK("x")', "+1", "-2", "@SUM(A1)", "\tx", "\rx"):
+        assert neutral(text) == "'" + text
+    assert neutral("ann") == "ann" and neutral(3.5) == "3.5"
 
 
 def test_bundled_examples_are_up_to_date(tmp_path: Path) -> None:
-    import importlib.util
+    from autograder.examples import write
+    from autograder.paths import EXAMPLES
 
-    from autograder.paths import EXAMPLES, ROOT
-
-    spec = importlib.util.spec_from_file_location(
-        "make_examples", ROOT / "examples" / "make_examples.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    module.write(tmp_path / "fresh")
+    write(tmp_path / "fresh")
 
     def files(root: Path) -> dict[str, bytes]:
         return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
 
     fresh, committed = files(tmp_path / "fresh"), files(EXAMPLES)
     stale = sorted(set(fresh) ^ set(committed) | {k for k in fresh if fresh[k] != committed.get(k)})
-    assert not stale, f"run `python examples/make_examples.py`: stale {stale[:5]}"
+    assert not stale, f"run `python -m autograder examples`: stale {stale[:5]}"

@@ -1,11 +1,12 @@
 """The grader end to end on the mutant corpus, the alternatives, the solutions and the release.
 
-One class, graded once with `python -m autograder grade --jobs 2`: a student handing in the
-solutions (full marks on every autograded cell of every notebook), one handing in the release
-untouched (zero everywhere), one student per round of corpus mutations (several mutations per
-notebook, in cells that do not use each other's names; every mutation must lose points and be
-named in diagnoses.csv and, in words, in the feedback) and per round of alternatives (full
-marks). The fast in-process version of the same corpus is test_checks_corpus.py.
+One class, graded once with `python -m autograder grade --jobs 2` (jailed): a student handing
+in the solutions (full marks on every autograded cell of every notebook), one handing in the
+release untouched (`unanswered`, zero everywhere), one student per round of corpus mutations
+(several mutations per notebook, in cells that do not use each other's names; every mutation
+must lose points and be named in diagnoses.csv and, in words, in the feedback) and one per
+round of alternatives (full marks). Each notebook run grades many mutations at once, so 22
+students cover the whole corpus. The fast in-process version is test_checks_corpus.py.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ def corpus_class() -> list[hostile.Case]:
             "release",
             "the release, untouched",
             {nb: hostile.dump(hostile.release(nb)) for nb in NOTEBOOKS},
-            {nb: hostile.Expect("ok", None) for nb in NOTEBOOKS},
+            {nb: hostile.Expect("unanswered", None) for nb in NOTEBOOKS},
         ),
     ]
     mutants: dict[int, hostile.Case] = {}
@@ -83,14 +84,19 @@ def test_every_mutation_and_alternative_is_in_the_class(
     assert sorted(a.id for a in batches) == sorted(a.id for a in corpus.alternatives())
 
 
-def test_solutions_and_release_neither_error(graded: tuple[Path, list[hostile.Case]]) -> None:
+def test_solutions_get_every_point_and_the_release_none(
+    graded: tuple[Path, list[hostile.Case]],
+) -> None:
     out, _ = graded
     rows = hostile.read_csv(out / "grades.csv")
     for row in rows:
-        if row["student"] in ("solutions", "release"):
+        if row["student"] == "solutions":
             assert row["status"] == "ok", row
-            full = row["student"] == "solutions"
-            assert float(row["score"]) == (float(row["max_score"]) if full else 0.0), row
+            auto = float(row["max_score"]) - float(row["manual_max"])
+            assert float(row["score"]) == auto and auto > 0, row
+            assert row["manual_state"] == ("waiting" if float(row["manual_max"]) else ""), row
+        if row["student"] == "release":
+            assert row["status"] == "unanswered" and float(row["score"]) == 0.0, row
     assert not [r for r in hostile.read_csv(out / "diagnoses.csv") if r["student"] == "solutions"]
 
 

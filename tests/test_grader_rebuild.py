@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 from pathlib import Path
 
 import nbformat
 import pytest
 
-from autograder.grade import load_masters, match_files
+from autograder.discover import discover, load_masters, match_files
 from autograder.notebook_io import grade_id, is_answer, is_test, source
 from autograder.rebuild import MISSING_ANSWER, rebuild, release_stubs
 from tests.corpus import hostile
@@ -156,6 +157,41 @@ def test_files_are_matched_by_name_then_content_then_file_name(tmp_path: Path) -
     bob = tmp_path / "bob"
     broken = write(bob / f"{first[:-6]} (1).ipynb", b"{ not json")
     assert match_files(bob, masters).files == {first: broken}
+
+
+def test_links_and_special_files_are_refused_never_read(tmp_path: Path) -> None:
+    masters = load_masters()
+    first, second = NOTEBOOKS[:2]
+    write(tmp_path / "bob" / first, hostile.dump(hostile.correct(first)))
+    eve = tmp_path / "eve"
+    eve.mkdir()
+    (eve / first).symlink_to(Path("..") / "bob" / first)
+    (eve / "homework.ipynb").symlink_to(hostile.SOLUTIONS_DIR / second)
+    os.mkfifo(eve / "03_mask_then_softmax.ipynb")
+    (tmp_path / "mallory").symlink_to("bob")
+    subs = {s.student: s for s in discover(tmp_path, masters)}
+    assert not subs["eve"].files
+    assert "symbolic link" in subs["eve"].invalid[first]
+    assert "not a regular file" in subs["eve"].invalid[NOTEBOOKS[2]]
+    assert "homework.ipynb" in subs["eve"].ignored  # a link matched by nothing but its name
+    assert set(subs["mallory"].invalid) == set(masters) and not subs["mallory"].files
+    assert subs["bob"].files == {first: tmp_path / "bob" / first}
+
+
+def test_files_that_crash_parsing_are_ignored_not_fatal(tmp_path: Path) -> None:
+    masters = load_masters()
+    first = NOTEBOOKS[0]
+    folder = tmp_path / "carl"
+    crash = nbformat.v4.new_notebook()
+    crash.cells = [nbformat.v4.new_code_cell("x = " + "1+" * 5000 + "1")]
+    write(folder / "scratch.ipynb", nbformat.writes(crash).encode())
+    write(folder / "deep.ipynb", b"[" * 100_000 + b"]" * 100_000)
+    write(folder / first, hostile.dump(hostile.correct(first)))
+    sub = match_files(folder, masters)
+    assert sub.files == {first: folder / first}
+    assert sorted(sub.ignored) == ["deep.ipynb", "scratch.ipynb"]
+    rebuilt = rebuild(hostile.master(first), crash)  # and the rebuild survives it too
+    assert all(v is None for v in rebuilt.answers.values())
 
 
 def test_two_renamed_files_go_to_the_notebooks_they_resemble(tmp_path: Path) -> None:

@@ -1,4 +1,7 @@
-"""An interrupted run (kill -9 of the whole command, mid-class) resumes and loses nothing."""
+"""An interrupted run (kill -9 of the whole command, mid-class) resumes and loses nothing.
+
+The jail is not what this is about: the class runs with --no-jail (honest submissions only).
+"""
 
 from __future__ import annotations
 
@@ -27,7 +30,7 @@ def resume_class() -> list[hostile.Case]:
             "b_release",
             "",
             {NOTEBOOK: hostile.dump(hostile.release(NOTEBOOK))},
-            {NOTEBOOK: hostile.Expect("ok", None)},
+            {NOTEBOOK: hostile.Expect("unanswered", None)},
         ),
         hostile.Case(
             "c_mutants",
@@ -53,7 +56,7 @@ def test_kill_mid_class_then_resume(tmp_path: Path) -> None:
     out, scratch = tmp_path / "out", tmp_path / "tmp"
     scratch.mkdir()
     env = {**os.environ, "TMPDIR": str(scratch)}
-    cmd = hostile.grade_command(tmp_path / "class", out, "--jobs", "1")
+    cmd = hostile.grade_command(tmp_path / "class", out, "--jobs", "1", "--no-jail")
     proc = subprocess.Popen(
         cmd, env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
@@ -86,42 +89,7 @@ def test_kill_mid_class_then_resume(tmp_path: Path) -> None:
     assert not problems, "\n".join(problems)
 
     grades = (out / "grades.csv").read_bytes()
-    again = hostile.grade(tmp_path / "class", out, "--jobs", "1", env=env, timeout=300)
+    again = hostile.grade(tmp_path / "class", out, "--jobs", "1", "--no-jail", env=env, timeout=300)
     assert again.returncode == 0, again.stderr
     assert (out / "grades.csv").read_bytes() == grades
     assert len(list(states.glob("*/*.json"))) == len(cases)
-
-
-def test_a_worker_killed_mid_student_is_replaced_and_nothing_is_lost(tmp_path: Path) -> None:
-    notebooks = hostile.course_notebooks()[:3]
-    cases = [
-        hostile.Case(
-            "a_three",
-            "",
-            {nb: hostile.dump(hostile.correct(nb)) for nb in notebooks},
-            {nb: hostile.Expect("ok") for nb in notebooks},
-        ),
-        hostile.Case(
-            "b_one",
-            "",
-            {NOTEBOOK: hostile.dump(hostile.release(NOTEBOOK))},
-            {NOTEBOOK: hostile.Expect("ok", None)},
-        ),
-    ]
-    hostile.write_class(tmp_path / "class", cases)
-    out = tmp_path / "out"
-    cmd = hostile.grade_command(tmp_path / "class", out, "--jobs", "1", "--quiet")
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 240
-    while time.monotonic() < deadline and not list((out / ".state").glob("a_three/*.json")):
-        time.sleep(0.2)
-    workers = [
-        p for p in psutil.Process(proc.pid).children() if "spawn_main" in " ".join(p.cmdline())
-    ]
-    assert len(workers) == 1
-    workers[0].kill()  # as the system's OOM killer would
-    _, stderr = proc.communicate(timeout=600)
-    assert proc.returncode == 0, stderr
-    assert "worker died" in (out / "grader.log").read_text()
-    problems = hostile.check(out, cases)
-    assert not problems, "\n".join(problems)

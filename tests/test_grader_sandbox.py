@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 
 from autograder.checks import spec_for
-from autograder.grade import load_masters, score_answers
+from autograder.discover import load_masters
 from autograder.jail import Jail
+from autograder.judge import score_answers
 from autograder.sandbox import ProbeJob, Sandbox, read_observed, write_observed
 from tests.corpus import hostile
 

@@ -27,9 +27,10 @@ import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
 from autograder.checks import spec_for
+from autograder.discover import load_masters
 from autograder.execute import KernelRunner
-from autograder.grade import load_masters, score_answers
 from autograder.jail import Jail, JailUnavailable, require_bwrap
+from autograder.judge import score_answers
 from autograder.paths import ROOT, SOLUTIONS
 from autograder.sandbox import ProbeJob, Sandbox
 from tests.corpus import hostile

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from autograder.grade import load_masters, score_answers
+from autograder.discover import load_masters
 from autograder.jail import Jail
+from autograder.judge import score_answers
 from autograder.probe.child import answer_label, exec_cell, origins
 from autograder.provenance import screen, static_imports
 from autograder.rebuild import defined_names

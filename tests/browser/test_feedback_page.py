@@ -1,10 +1,13 @@
-"""Feedback as a student reads it: one wrong submission's page, rendered in Chromium.
+"""Feedback and report as the reader sees them, rendered in Chromium with the network cut off.
 
-A one-student class hands in notebook 01 with the `loop-exclusive` mistake (the solution's
-`x[b, : t + 1]` turned into `x[b, :t]`) in the released notebook's answer cell. The grader's
-command line writes the feedback page; Chromium opens it at a laptop's size with the network
-cut off. The mistake, in the catalog's words, must be on the first screen, and no hidden test
-code may appear anywhere in the page, visible or not.
+A class of two hands in notebook 01: one with the `loop-exclusive` mistake (the solution's
+`x[b, : t + 1]` turned into `x[b, :t]`), one that answered only the first cell (the others
+still hold the stub). The grader's command line writes the pages (--no-jail: the pages, not
+the jail, are under test here; the hostile corpus runs jailed). On the first screen: the
+mistake in the catalog's words, and "not answered yet" for the stubs; the summary box is as
+wide as the notebook under it; no hidden test code anywhere; the report has each heading
+once, whole numbers on count axes, and says "k of n who handed it in". Screenshots go to
+build/screenshots/.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import nbformat
 import pytest
 
 from autograder.catalog import MISTAKES
+from autograder.examples import solutions
 from autograder.notebook_io import answer_cells, grade_id
 from autograder.paths import NOTEBOOKS, ROOT
 from tests import corpus
@@ -26,7 +30,7 @@ pytestmark = pytest.mark.browser
 
 NB = "01_uniform_averaging.ipynb"
 MISTAKE = "loop-exclusive"
-STUDENT = "student-wrong"
+WRONG, PARTIAL = "student-wrong", "student-partial"
 FIRST_SCREEN = {"width": 1280, "height": 800}
 HIDDEN = ("grade_in_notebook", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS", "autograder.checks")
 
@@ -43,59 +47,103 @@ def submission(answers: dict[str, str]) -> nbformat.NotebookNode:
 
 
 @pytest.fixture(scope="module")
-def feedback_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def out(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (mutation,) = [m for m in corpus.mutations() if m.notebook == NB and m.mistake == MISTAKE]
     base = tmp_path_factory.mktemp("feedback")
-    folder = base / "submissions" / STUDENT
-    folder.mkdir(parents=True)
-    nbformat.write(submission(corpus.mutated_answers(mutation)), str(folder / NB))
-    out = base / "out"
+    first = next(iter(solutions(NB)))
+    for student, answers in (
+        (WRONG, corpus.mutated_answers(mutation)),
+        (PARTIAL, {first: solutions(NB)[first]}),
+    ):
+        (base / "submissions" / student).mkdir(parents=True)
+        nbformat.write(submission(answers), str(base / "submissions" / student / NB))
     done = subprocess.run(
-        [sys.executable, "-m", "autograder", "grade", str(folder.parent), "--out", str(out)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+        [sys.executable, "-m", "autograder", "grade", str(base / "submissions"),
+         "--out", str(base / "out"), "--no-jail", "--notebooks", "01"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
     assert done.returncode == 0, f"grader failed ({done.returncode}):\n{done.stdout}\n{done.stderr}"
-    page = out / "feedback" / STUDENT / f"{Path(NB).stem}.html"
-    assert page.is_file(), f"no feedback page at {page}: {sorted(out.rglob('*'))}"
-    return page
+    return base / "out"
 
 
 def _words(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
 
 
-def test_the_mistake_is_on_the_first_screen(browser, feedback_page: Path, screenshots) -> None:
+def _open(browser, path: Path, blocked: list[str]):
     context = browser.new_context(viewport=FIRST_SCREEN)
-    blocked: list[str] = []
     context.route(
         re.compile(r"^https?://"), lambda route: (blocked.append(route.request.url), route.abort())
     )
+    page = context.new_page()
+    page.goto(path.as_uri(), wait_until="load")
+    return context, page
+
+
+def _on_first_screen(page, text: str) -> bool:
+    hits = page.get_by_text(text)
+    return any(
+        hits.nth(i).is_visible()
+        and (box := hits.nth(i).bounding_box())
+        and 0 <= box["y"] <= FIRST_SCREEN["height"] - box["height"]
+        for i in range(hits.count())
+    )
+
+
+def page_of(out: Path, student: str) -> Path:
+    return out / "feedback" / student / f"{Path(NB).stem}.html"
+
+
+def test_the_mistake_is_on_the_first_screen(browser, out: Path, screenshots) -> None:
+    blocked: list[str] = []
+    context, page = _open(browser, page_of(out, WRONG), blocked)
     try:
-        page = context.new_page()
-        page.goto(feedback_page.as_uri(), wait_until="load")
         page.screenshot(path=str(screenshots / f"feedback-{Path(NB).stem}-{MISTAKE}.png"))
         page.screenshot(
             path=str(screenshots / f"feedback-{Path(NB).stem}-{MISTAKE}-full.png"), full_page=True
         )
         words = _words(MISTAKES[MISTAKE])
-        hits = page.get_by_text(words[:60])
-        assert hits.count() >= 1, f"the page never says: {words!r}"
-        on_screen = [
-            box
-            for i in range(hits.count())
-            if hits.nth(i).is_visible()
-            and (box := hits.nth(i).bounding_box())
-            and box["y"] >= 0
-            and box["y"] + box["height"] <= FIRST_SCREEN["height"]
-        ]
-        assert on_screen, f"{MISTAKE!r} is named only below the first screen"
+        assert _on_first_screen(page, words[:60]), f"{MISTAKE!r} is not on the first screen"
         assert words in _words(page.inner_text("body")), "the catalog's words appear cut"
         for hidden in HIDDEN:
             assert hidden not in page.content(), f"hidden test code on the page: {hidden!r}"
-            assert hidden not in feedback_page.read_text(encoding="utf-8"), hidden
-        print(f"feedback page: {len(blocked)} network requests blocked {blocked[:3]}")
+            assert hidden not in page_of(out, WRONG).read_text(encoding="utf-8"), hidden
+        assert not blocked, blocked
+    finally:
+        context.close()
+
+
+def test_a_partly_unanswered_notebook_says_so(browser, out: Path, screenshots) -> None:
+    blocked: list[str] = []
+    context, page = _open(browser, page_of(out, PARTIAL), blocked)
+    try:
+        page.screenshot(path=str(screenshots / f"feedback-{Path(NB).stem}-partly-unanswered.png"))
+        assert _on_first_screen(page, "Not answered yet")
+        assert "NotImplementedError:" not in _words(page.inner_text(".grader-summary"))
+        summary = page.locator(".grader-summary").bounding_box()
+        cell = page.locator(".jp-Cell").first.bounding_box()
+        assert (
+            abs(summary["x"] - cell["x"]) <= 12 and abs(summary["width"] - cell["width"]) <= 24
+        ), (
+            summary,
+            cell,
+        )
+        assert not blocked, blocked
+    finally:
+        context.close()
+
+
+def test_the_report_reads_cleanly(browser, out: Path, screenshots) -> None:
+    blocked: list[str] = []
+    context, page = _open(browser, out / "report.html", blocked)
+    try:
+        page.screenshot(path=str(screenshots / "report.png"), full_page=True)
+        headings = page.locator("h2").all_inner_texts()
+        assert len(headings) == len(set(headings)), headings
+        assert "Pass rate per graded cell" not in page.inner_text("body")
+        assert "1 of 2 who handed it in (50%)" in _words(page.inner_text("body"))
+        sizes = page.locator("img").evaluate_all("imgs => imgs.map(i => i.naturalWidth)")
+        assert len(sizes) == 3 and all(w > 100 for w in sizes), sizes
+        assert not blocked, blocked
     finally:
         context.close()

@@ -1,103 +1,65 @@
-"""Whole submission notebooks built from the solutions by code, with what the grader must say.
+"""Whole submissions for the grader's end-to-end tests, and what the grader must say of them.
 
-- `release(nb)`: the notebook as students get it (nbgrader's ClearSolutions, hidden tests
-  cleared, no outputs); `with_answers`, `correct`: the release with answers filled in.
-- `rounds(nb)`: the corpus mutations grouped so one submission carries several of them, one
-  per answer cell, in cells that do not use each other's names.
-- `broken_cases()`, `hostile_cases()`: invalid JSON, stripped metadata, renamed files,
-  deleted/duplicated/reordered cells, edited tests, endless loops, os._exit, 100 MB of output,
-  memory hogs and monkeypatching, each with its expected status and points (`Expect`).
-
-The examples (examples/make_examples.py) and the grader's tests both build from here.
+- The example class's builders (release, correct, broken and hostile cases) come from the
+  product (autograder.examples); `rounds(nb)` groups the corpus mutations (tests/corpus) so
+  that one submission carries several, one per answer cell, in cells that do not use each
+  other's names.
+- `attacks(...)`: one case per attack class of the jail's threat model (import the reference,
+  read solutions/ or another student, replace the probe, edit the grader or the venv, forge
+  state, leave a daemon, kill the grader, crash matching, token soup, many slow cells, fill
+  the disk, read secrets, leak hidden tests, active HTML, formula CSV, symlinks), each with
+  the points its own code earns.
+- `grade()` runs the command line as an instructor does; `check()` compares OUT with the
+  expectations; `Fingerprint` hashes the files a run must not touch; `survivors()` lists
+  processes a run left behind.
 """
 
 from __future__ import annotations
 
-import copy
+import ast
 import csv
+import hashlib
 import html
-import json
+import os
 import re
 import subprocess
 import sys
-from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
 
 import nbformat
-from nbformat import NotebookNode
+import psutil
 
-from autograder.notebook_io import grade_id, is_answer, is_test, read, solution_answers, source
-from autograder.paths import SOLUTIONS
+from autograder.examples import (  # noqa: F401 - re-exported for the tests
+    ENDLESS,
+    MEMORY_HOG,
+    NOISE,
+    PATCHES,
+    PRINT_100MB,
+    SPAWN,
+    Case,
+    Expect,
+    appended,
+    broken_cases,
+    correct,
+    course_notebooks,
+    dump,
+    full_answers,
+    hostile_cases,
+    master,
+    release,
+    solutions,
+    strip_metadata,
+    with_answers,
+)
+from autograder.outdir import feedback_path
+from autograder.paths import SOLUTIONS as SOLUTIONS_DIR  # noqa: F401 - for the tests
 from autograder.rebuild import defined_names
 from tests import corpus
 
-
-@dataclass(frozen=True)
-class Expect:
-    """What grading one notebook must give."""
-
-    status: str
-    lost: frozenset[str] | None = frozenset()  # cells that must lose points; None: every cell
-    named: tuple[tuple[str, str], ...] = ()  # (grade_id, mistake) that must be diagnosed
-    free: frozenset[str] = frozenset()  # cells that use a lost cell's names: either is honest
-
-
-@dataclass
-class Case:
-    student: str
-    about: str
-    files: dict[str, bytes]  # file name -> content
-    expect: dict[str, Expect] = field(default_factory=dict)  # notebook -> expectation
-
-
-def course_notebooks() -> list[str]:
-    from autograder.contract import CONTRACT
-
-    return [nb for nb in CONTRACT if (SOLUTIONS / nb).is_file()]
-
-
-@cache
-def master(notebook: str) -> NotebookNode:
-    return read(SOLUTIONS / notebook)
-
-
-def release(notebook: str) -> NotebookNode:
-    from nbgrader.preprocessors import ClearHiddenTests, ClearOutput, ClearSolutions
-    from traitlets.config import Config
-
-    from autograder.nbgrader_settings import configure
-
-    config = configure(Config())
-    nb = copy.deepcopy(master(notebook))
-    for pre in (ClearSolutions(config=config), ClearHiddenTests(config=config), ClearOutput()):
-        nb, _ = pre.preprocess(nb, {})
-    return nb
-
-
-def with_answers(notebook: str, answers: dict[str, str]) -> NotebookNode:
-    nb = release(notebook)
-    for cell in nb.cells:
-        if is_answer(cell) and grade_id(cell) in answers:
-            cell.source = answers[grade_id(cell)]
-    return nb
-
-
-def solutions(notebook: str) -> dict[str, str]:
-    return solution_answers(master(notebook))
-
-
-def correct(notebook: str) -> NotebookNode:
-    return with_answers(notebook, solutions(notebook))
-
-
-def dump(nb: NotebookNode) -> bytes:
-    return nbformat.writes(nb).encode()
+# ---- the mutation corpus, several mutations per submission ------------------------------------
 
 
 def _uses(src: str, names: set[str]) -> bool:
-    import ast
-
     try:
         tree = ast.parse(src)
     except SyntaxError:
@@ -130,7 +92,6 @@ def group(notebook: str, items: list) -> list[list]:
 
 
 def rounds(notebook: str) -> list[list[corpus.Mutation]]:
-    """The notebook's corpus mutations, several per submission (see `group`)."""
     return group(notebook, [m for m in corpus.mutations() if m.notebook == notebook])
 
 
@@ -138,15 +99,17 @@ def alternative_rounds(notebook: str) -> list[list[corpus.Alternative]]:
     return group(notebook, [a for a in corpus.alternatives() if a.notebook == notebook])
 
 
-def with_alternatives(notebook: str, alternatives: list[corpus.Alternative]) -> NotebookNode:
-    answers = solutions(notebook)
+def with_alternatives(
+    notebook: str, alternatives: list[corpus.Alternative]
+) -> nbformat.NotebookNode:
+    answers = full_answers(notebook)
     for a in alternatives:
         answers[a.grade_id] = a.source
     return with_answers(notebook, answers)
 
 
-def mutated(notebook: str, mutations: list[corpus.Mutation]) -> NotebookNode:
-    answers = solutions(notebook)
+def mutated(notebook: str, mutations: list[corpus.Mutation]) -> nbformat.NotebookNode:
+    answers = full_answers(notebook)
     for m in mutations:
         answers[m.grade_id] = corpus.apply(answers[m.grade_id], m)
     return with_answers(notebook, answers)
@@ -177,7 +140,7 @@ def expect_mutations(mutations: list[corpus.Mutation]) -> Expect:
     )
 
 
-# ---- grading a class and reading what the grader wrote -----------------------------------
+# ---- grading a class and reading what the grader wrote ------------------------------------------
 
 
 def write_class(folder: Path, cases: list[Case]) -> None:
@@ -214,6 +177,11 @@ def read_csv(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(f))
 
 
+def unquote(cell: str) -> str:
+    """A CSV cell as it was before the grader quoted a would-be formula."""
+    return cell[1:] if cell[:1] == "'" and cell[1:2] in ("=", "+", "-", "@", "\t", "\r") else cell
+
+
 def page_text(path: Path) -> str:
     """The text a reader sees on a page (tags dropped, entities decoded)."""
     text = re.sub(r"<style.*?</style>|<script.*?</script>", " ", path.read_text(), flags=re.S)
@@ -225,7 +193,7 @@ def hidden_test_lines() -> set[str]:
     lines = set()
     for notebook in course_notebooks():
         for cell in master(notebook).cells:
-            src = source(cell)
+            src = "".join(cell.source)
             for block in re.findall(r"BEGIN HIDDEN TESTS(.*?)### END HIDDEN TESTS", src, re.S):
                 lines |= {ln.strip() for ln in block.splitlines() if len(ln.strip()) > 12}
     return lines
@@ -234,10 +202,13 @@ def hidden_test_lines() -> set[str]:
 def check(out: Path, cases: list[Case]) -> list[str]:
     """Every way the grader's outputs in `out` disagree with the cases' expectations."""
     from autograder.catalog import describe
-    from autograder.grade import feedback_path
 
-    grades = {(r["student"], r["notebook"]): r for r in read_csv(out / "grades.csv")}
-    cells = {(r["student"], r["notebook"], r["grade_id"]): r for r in read_csv(out / "cells.csv")}
+    grades = {(unquote(r["student"]), r["notebook"]): r for r in read_csv(out / "grades.csv")}
+    cells = {
+        (r["student"], r["notebook"], r["grade_id"]): r
+        for r in read_csv(out / "cells.csv")
+        if r["kind"] == "auto"  # written answers wait for the instructor
+    }
     named = {
         (r["student"], r["notebook"], r["grade_id"], r["mistake"])
         for r in read_csv(out / "diagnoses.csv")
@@ -273,220 +244,298 @@ def check(out: Path, cases: list[Case]) -> list[str]:
     return problems
 
 
-# ---- broken and hostile submissions of one notebook -------------------------------------
+# ---- what a run must leave alone ----------------------------------------------------------
 
 
-def _answer_ids(notebook: str) -> list[str]:
-    return [g for g in solutions(notebook)]
+class Fingerprint:
+    """Digests of every file below some folders (OUT excluded), to compare before and after."""
+
+    SKIP = ("__pycache__", ".pytest_cache", ".ruff_cache", ".hypothesis", ".git")
+
+    def __init__(self, roots: list[Path], exclude: list[Path], contents: bool = True) -> None:
+        self.roots = [r.resolve() for r in roots]
+        self.exclude = [e.resolve() for e in exclude]
+        self.contents = contents  # False: size, mtime and inode only (a venv is large)
+        self.files = self._scan()
+
+    def _scan(self) -> dict[str, str]:
+        found = {}
+        for root in self.roots:
+            for folder, dirs, files in os.walk(root):
+                here = Path(folder)
+                dirs[:] = [
+                    d for d in dirs
+                    if d not in self.SKIP and not any((here / d) == e for e in self.exclude)
+                ]  # fmt: skip
+                for name in files:
+                    path = here / name
+                    try:
+                        found[str(path)] = _digest(path) if self.contents else _stat(path)
+                    except OSError:
+                        found[str(path)] = "unreadable"
+        return found
+
+    def changes(self) -> list[str]:
+        now = self._scan()
+        changed = [p for p in now if self.files.get(p) != now[p]]
+        gone = [p for p in self.files if p not in now]
+        return sorted(changed + gone)
 
 
-def _append(notebook: str, gid: str, code: str) -> NotebookNode:
-    answers = solutions(notebook)
-    answers[gid] += "\n" + code.strip("\n") + "\n"
-    return with_answers(notebook, answers)
+def _stat(path: Path) -> str:
+    info = path.lstat()
+    return f"{info.st_size}:{info.st_mtime_ns}:{info.st_ino}:{info.st_mode}"
 
 
-def strip_metadata(nb: NotebookNode) -> NotebookNode:
-    nb = copy.deepcopy(nb)
-    nb.metadata = {}
-    nb.nbformat_minor = 4  # cell ids are optional before 4.5: drop them too
-    for cell in nb.cells:
-        cell.metadata = {}
-        cell.pop("id", None)
-    return nb
+def _digest(path: Path) -> str:
+    if path.is_symlink():
+        return "link:" + os.readlink(path)
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
 
 
-def broken_cases(notebook: str) -> list[Case]:
-    full = correct(notebook)
-    ids = _answer_ids(notebook)
-    text = dump(full)
-    cases = [
-        Case(
-            "broken_json",
-            "the file is cut in half: not JSON",
-            {notebook: text[: len(text) // 2]},
-            {notebook: Expect("invalid", None)},
-        ),
-        Case(
-            "not_a_notebook",
-            "valid JSON that is not a notebook",
-            {notebook: json.dumps({"hello": "world"}).encode()},
-            {notebook: Expect("invalid", None)},
-        ),
-        Case(
-            "stripped_metadata",
-            "every metadata field and cell id removed; answers correct",
-            {notebook: dump(strip_metadata(full))},
-            {notebook: Expect("ok")},
-        ),
-        Case(
-            "renamed",
-            "the correct notebook saved under another name",
-            {"my homework (final).ipynb": text},
-            {notebook: Expect("ok")},
-        ),
-    ]
-    # Deleted, duplicated and reordered cells: test cells deleted, every answer cell
-    # duplicated as an untouched stub, the cells in reverse order, the last answer deleted.
-    nb = copy.deepcopy(full)
-    stubs = {grade_id(c): copy.deepcopy(c) for c in release(notebook).cells if is_answer(c)}
-    cells = []
-    for cell in nb.cells:
-        if is_test(cell) or (is_answer(cell) and grade_id(cell) == ids[-1]):
+def survivors(since: float, marker: str) -> list[str]:
+    """Processes started after `since` (epoch s) whose command line or cwd holds `marker`."""
+    found = []
+    for proc in psutil.process_iter(["pid", "create_time", "cmdline", "cwd", "environ"]):
+        info = proc.info
+        if (info.get("create_time") or 0) < since or proc.pid == os.getpid():
             continue
-        cells.append(cell)
-        if is_answer(cell):
-            dup = stubs[grade_id(cell)]
-            dup.id = f"{cell.id}-copy"
-            cells.append(dup)
-    nb.cells = cells[::-1]
-    cases.append(
-        Case(
-            "shuffled_cells",
-            "test cells deleted, answers duplicated as stubs, cells "
-            "reversed, the last answer deleted",
-            {notebook: dump(nb)},
-            {notebook: Expect("ok", frozenset({ids[-1]}))},
-        )
-    )
-    # Edited and neutralised test cells around a wrong answer.
-    first = next(iter(r for r in rounds(notebook) if r), [])[:1]
-    if first:
-        nb = mutated(notebook, first)
-        for cell in nb.cells:
-            if is_test(cell):
-                cell.source = "pass  # tests switched off"
-        cases.append(
-            Case(
-                "edited_tests",
-                "test cells replaced by `pass`, one wrong answer",
-                {notebook: dump(nb)},
-                {notebook: expect_mutations(first)},
-            )
-        )
-    return cases
+        text = " ".join(info.get("cmdline") or []) + " " + (info.get("cwd") or "")
+        text += " ".join(f"{k}={v}" for k, v in (info.get("environ") or {}).items())
+        if marker in text:
+            found.append(f"{proc.pid}: {text[:200]}")
+    return found
 
 
-ENDLESS = """
-import signal
-signal.signal(signal.SIGINT, signal.SIG_IGN)
-while True:
+# ---- one attack per class of the threat model ----------------------------------------------
+
+SECRET = "hunter2-grader-secret-0f6c"  # put in the grader's environment by the tests
+FORMULA_STUDENT = '=HYPERLINK("evil.example","x")'  # a folder name a spreadsheet would run
+
+STEAL = """
+import json as _json
+_nb = _json.load(open({path!r}))
+for _c in _nb["cells"]:
+    _meta = _c.get("metadata", {{}}).get("nbgrader", {{}})
+    if _meta.get("solution") and _c.get("cell_type") == "code":
+        _src = "".join(_c["source"]).replace("### BEGIN SOLUTION", "")
+        exec(_src.replace("### END SOLUTION", ""))
+"""
+IMPORT_REFERENCE = """
+import importlib as _importlib
+_spec = _importlib.import_module("autograder.checks").spec_for({gid!r})
+{name} = lambda *args: _spec.reference(*args)
+"""
+REPLACE_PROBE = """
+import sys as _sys
+
+
+def _patch_probes():
+    from autograder.checks import spec_for  # the reference, where it can be reached
+
+    spec = spec_for({gid!r})
+    for name, mod in list(_sys.modules.items()):
+        for attr in dir(mod):
+            original = getattr(mod, attr, None)
+            if attr.startswith("probe") and callable(original):
+                def fake(ns, cases, _original=original):
+                    return _original({{**ns, {name!r}: spec.reference}}, cases)
+                setattr(mod, attr, fake)
+    type(spec).probe = lambda self, ns, cases: self.__class__.__base__.probe(
+        self, {{**ns, {name!r}: spec.reference}}, cases)
+
+
+try:
+    _patch_probes()
+except Exception:
     pass
 """
-NOISE = """
-import sys
-import warnings
-warnings.warn("this answer is noisy")
-print("a line on stderr", file=sys.stderr)
+WRITE_FILES = """
+for _path, _text in {targets!r}:
+    try:
+        with open(_path, "a") as _f:
+            _f.write(_text)
+    except OSError:
+        pass
 """
-PRINT_100MB = """
-for _ in range(100):
-    print("x" * 1_000_000)
+DAEMON = """
+import os as _os, time as _time
+if _os.fork() == 0:
+    _os.setsid()
+    if _os.fork() == 0:
+        for _ in range(600):
+            try:
+                with open({target!r}, "w") as _f:
+                    _f.write("student,notebook,score,max_score,status\\nmallory,all,100,1,ok\\n")
+            except OSError:
+                pass
+            _time.sleep(0.2)
+        _os._exit(0)
+    _os._exit(0)
 """
-MEMORY_HOG = """
-import torch
-_hog = []
-while True:
-    _hog.append(torch.ones(2**26))  # 256 MiB a step, written so it is resident
+KILL_GRADER = """
+import os as _os, signal as _signal
+for _pid in _os.listdir("/proc"):
+    if _pid.isdigit() and int(_pid) != _os.getpid():
+        try:
+            _cmd = open(f"/proc/{_pid}/cmdline", "rb").read().replace(b"\\0", b" ")
+        except OSError:
+            continue
+        if b"autograder grade" in _cmd or b"distributed" in _cmd or b"spawn_main" in _cmd:
+            try:
+                _os.kill(int(_pid), _signal.SIGKILL)
+            except OSError:
+                pass
 """
-SPAWN = """
-import subprocess
-_helpers = [
-    subprocess.Popen(["sleep", "600"]),
-    subprocess.Popen(["sleep", "600"], start_new_session=True),
-]
+FILL_DISK = """
+import os as _os, tempfile as _tempfile
+for _where in (_tempfile.gettempdir(), _os.path.expanduser("~"), _os.getcwd()):
+    try:
+        with open(_os.path.join(_where, "filler.bin"), "wb") as _f:
+            for _ in range(200):
+                _f.write(b"\\0" * 2**20)
+    except OSError:
+        pass
 """
-PATCHES = """
-import torch
-import torch.testing
-import autograder.checks as _checks
-import autograder.checks.base as _base
-import autograder.checks.diagnostics as _diagnostics
-torch.allclose = lambda *args, **kwargs: True
-torch.testing.assert_close = lambda *args, **kwargs: None
-_checks.grade_in_notebook = lambda *args, **kwargs: 3.0
-_base.close = lambda *args, **kwargs: True
-_diagnostics.match_mistakes = lambda *args, **kwargs: []
+SECRETS = """
+import os as _os
+print("ENVIRONMENT", dict(_os.environ))
+"""
+SPY = """
+import inspect as _inspect
+_real = {name}
+
+
+def {name}(*args):
+    for _frame in _inspect.stack():
+        try:
+            print("CALLER", _inspect.getsource(_frame.frame))
+        except (OSError, TypeError):
+            pass
+    return _real(*args)
+"""
+ACTIVE_HTML = """
+from IPython.display import HTML, Markdown, Javascript, display
+display(HTML('<script>document.title="pwned"</script><img src=x onerror="alert(1)">'
+             '<iframe src="https://example.org"></iframe><a href="javascript:alert(2)">x</a>'))
+display(Markdown('[click](javascript:alert(3))'))
+display(Javascript('alert(4)'))
 """
 
 
-def hostile_cases(notebook: str) -> list[Case]:
-    ids = _answer_ids(notebook)
+def _answers_with(notebook: str, changes: dict[str, str]) -> bytes:
+    answers = full_answers(notebook)
+    answers.update(changes)
+    return dump(with_answers(notebook, answers))
+
+
+def _tail(notebook: str, gid: str, code: str) -> bytes:
+    return dump(appended(notebook, gid, code))
+
+
+def attacks(notebook: str, paths: dict[str, Path]) -> list[Case]:
+    """One case per attack class; `paths`: project, venv, out, klass (the submissions)."""
+    ids = list(solutions(notebook))
     first, last = ids[0], ids[-1]
+    name = {gid: sorted(defined_names(src))[0] for gid, src in solutions(notebook).items()}
+    all_lost = Expect("ok", None)
+    steal = STEAL.format(path=str(paths["project"] / "solutions" / notebook))
+    other = STEAL.format(path=str(paths["klass"] / "bystander" / notebook))
+    state = paths["out"] / ".state" / "bystander" / f"{notebook}.json"
+    forged = '{"grade": {"student": "bystander", "status": "ok"}, "mac": "0"}'
+    csv_path = str(paths["out"] / "grades.csv")
+    grader_file = paths["project"] / "autograder" / "grades.py"
+    pth = paths["site"] / "zz_attack.pth"
+    files = {
+        "atk_import_reference": _answers_with(
+            notebook, {g: IMPORT_REFERENCE.format(gid=g, name=name[g]) for g in ids}
+        ),
+        "atk_read_solutions": _answers_with(notebook, {g: steal for g in ids}),
+        "atk_read_student": _answers_with(notebook, {g: other for g in ids}),
+        "atk_replace_probe": _answers_with(
+            notebook,
+            {
+                first: f"def {name[first]}(*args):\n    return None\n"
+                + REPLACE_PROBE.format(gid=first, name=name[first])
+            },
+        ),
+        "atk_edit_grader": _tail(
+            notebook, first, WRITE_FILES.format(targets=[(str(grader_file), "\nSTATUSES = ()\n")])
+        ),
+        "atk_drop_pth": _tail(
+            notebook, first, WRITE_FILES.format(targets=[(str(pth), "import os\n")])
+        ),
+        "atk_forge_state": _tail(
+            notebook, first, WRITE_FILES.format(targets=[(str(state), forged)])
+        ),
+        "atk_daemon": _tail(notebook, first, DAEMON.format(target=csv_path)),
+        "atk_kill_grader": _tail(notebook, last, KILL_GRADER),
+        "atk_fill_disk": _tail(notebook, first, FILL_DISK),
+        "atk_secrets": _tail(notebook, first, SECRETS),
+        "atk_spy": _tail(notebook, first, SPY.format(name=name[first])),
+        "atk_html": _tail(notebook, first, ACTIVE_HTML),
+        FORMULA_STUDENT: dump(correct(notebook)),
+    }
+    about = {
+        "atk_import_reference": "answers that call the grader's reference",
+        "atk_read_solutions": "answers read from solutions/ on disk",
+        "atk_read_student": "answers read from another student's submission",
+        "atk_replace_probe": "a wrong answer that replaces the probe with the reference",
+        "atk_edit_grader": "correct answers that also append to the grader's code",
+        "atk_drop_pth": "correct answers that drop a .pth file into the venv",
+        "atk_forge_state": "correct answers that forge another student's resume state",
+        "atk_daemon": "a double-forked daemon that rewrites grades.csv after the run",
+        "atk_kill_grader": "SIGKILL to every grader process it can see",
+        "atk_fill_disk": "200 MB written to /tmp, home and the working folder",
+        "atk_secrets": "prints the environment into its output",
+        "atk_spy": "prints the source of whatever calls its functions",
+        "atk_html": "script, onerror, iframe and javascript: links in its outputs",
+    }
+    expect = {
+        "atk_import_reference": all_lost,
+        "atk_read_solutions": all_lost,
+        "atk_read_student": all_lost,
+        "atk_replace_probe": Expect("ok", frozenset({first})),
+    }
     cases = [
-        Case(
-            "hostile_loop",
-            "an endless loop that ignores SIGINT at the end of the last answer",
-            {notebook: dump(_append(notebook, last, ENDLESS))},
-            {notebook: Expect("timeout", frozenset({last}))},
-        ),
-        Case(
-            "hostile_exit",
-            "os._exit(1) at the end of the last answer",
-            {notebook: dump(_append(notebook, last, "import os\nos._exit(1)"))},
-            {notebook: Expect("error", frozenset({last}))},
-        ),
-        Case(
-            "hostile_sysexit",
-            "sys.exit() at the end of the first answer",
-            {notebook: dump(_append(notebook, first, "import sys\nsys.exit('bye')"))},
-            {notebook: Expect("ok")},
-        ),
-        Case(
-            "noisy",
-            "a correct answer that warns and writes to stderr",
-            {notebook: dump(_append(notebook, first, NOISE))},
-            {notebook: Expect("ok")},
-        ),
-        Case(
-            "hostile_print",
-            "100 MB of printing in the first answer",
-            {notebook: dump(_append(notebook, first, PRINT_100MB))},
-            {notebook: Expect("ok")},
-        ),
-        Case(
-            "hostile_spawn",
-            "starts background processes (one in its own session) and leaves",
-            {notebook: dump(_append(notebook, first, SPAWN))},
-            {notebook: Expect("ok")},
-        ),
-        Case(
-            "hostile_memory",
-            "allocates until killed, after a correct first answer",
-            {notebook: dump(_append(notebook, first, MEMORY_HOG))},
-            {notebook: Expect("error")},
-        ),
+        Case(s, about.get(s, "a student id that is a formula"), {notebook: f},
+             {notebook: expect.get(s, Expect("ok"))})
+        for s, f in files.items()
+    ]  # fmt: skip
+    return cases + _bounds(notebook, ids) + _matching(notebook)
+
+
+def _bounds(notebook: str, ids: list[str]) -> list[Case]:
+    soup = "_soup = [" + "1, " * 128_000 + "]\n"  # 384 KB of tokens
+    return [
+        # Its points depend on how fast the machine compiles 384 KB: the bounds are the test.
+        Case("atk_token_soup", "a correct answer followed by 384 KB of tokens",
+             {notebook: _tail(notebook, ids[0], soup)}, {}),
+        Case("atk_slow_cells", "every answer cell ends in an endless loop",
+             {notebook: _answers_with(notebook, {
+                 g: full_answers(notebook)[g] + "\n" + ENDLESS for g in ids})},
+             {notebook: Expect("timeout", None)}),
+    ]  # fmt: skip
+
+
+def _matching(notebook: str) -> list[Case]:
+    crash = nbformat.v4.new_notebook()
+    crash.cells = [nbformat.v4.new_code_cell("x = " + "1+" * 5000 + "1")]
+    nested = b"[" * 100_000 + b"]" * 100_000
+    return [
+        Case("atk_crash_matching", "a correct notebook and two extra files that crash matching",
+             {notebook: dump(correct(notebook)), "scratch.ipynb": dump(crash),
+              "deep.ipynb": nested}, {notebook: Expect("ok")}),
+    ]  # fmt: skip
+
+
+def link_cases(notebook: str, project: Path) -> list[tuple[str, Path]]:
+    """(student, link target) for submissions that are symbolic links."""
+    return [
+        ("link_solutions", project / "solutions" / notebook),
+        ("link_student", Path("..") / "bystander" / notebook),
     ]
-    wrong = next((r for r in rounds(notebook) if r and r[-1].grade_id != first), None)
-    if wrong:
-        m = wrong[-1:]
-        nb = mutated(notebook, m)
-        for cell in nb.cells:
-            if is_answer(cell) and grade_id(cell) == first:
-                cell.source += "\n" + PATCHES
-        cases.append(
-            Case(
-                "hostile_patch",
-                "torch.allclose, assert_close and the grader's own "
-                "functions monkeypatched from an answer cell, one wrong answer",
-                {notebook: dump(nb)},
-                {notebook: expect_mutations(m)},
-            )
-        )
-    nb = correct(notebook)
-    extra = [
-        nbformat.v4.new_code_cell(PATCHES),
-        nbformat.v4.new_code_cell("import os\nos._exit(1)"),
-    ]
-    for i, cell in enumerate(extra):
-        cell.id = f"added-{i}"
-    nb.cells += extra
-    cases.append(
-        Case(
-            "hostile_added_cells",
-            "added cells that patch torch and call os._exit (added cells are not run)",
-            {notebook: dump(nb)},
-            {notebook: Expect("ok")},
-        )
-    )
-    return cases

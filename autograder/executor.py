@@ -1,0 +1,131 @@
+"""Grade tasks on Dask distributed: a LocalCluster for `--jobs N`, or `--scheduler ADDRESS`.
+
+A task is one (student, notebook) (`pipeline.Task`, the file's bytes included, so workers
+need no shared filesystem); its result (`pipeline.Outcome`) comes back to the grading process,
+which alone writes OUT. Each worker holds a `pipeline.Runtime` in a worker plugin: the masters,
+a Jupyter kernel started ahead of its turn and the probe sandbox, so consecutive notebooks do
+not wait for Python and torch. `--jobs N` starts N single-threaded worker processes on
+127.0.0.1 (random ports, no dashboard, quiet logs); `--scheduler` uses any existing cluster
+(`dask scheduler` / `dask worker`, dask-jobqueue, dask-kubernetes) whose workers run this
+project's environment. When a worker dies, the scheduler gives its task to another worker
+(`Limits.worker_retries` times on a local cluster; an external scheduler's own
+`distributed.scheduler.allowed-failures`), and the task is reported as failed after that.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import shutil
+import tempfile
+import uuid
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import dask
+from distributed import Client, LocalCluster, as_completed, get_worker
+from distributed.diagnostics.plugin import WorkerPlugin
+
+from autograder.pipeline import Outcome, Runtime, Task, grade_notebook
+from autograder.settings import Limits, Settings
+
+PLUGIN = "autograder-runtime"
+CONNECT_TIMEOUT = 60  # seconds to reach an existing scheduler
+
+
+class GradingPlugin(WorkerPlugin):
+    """Keeps one warm `Runtime` per worker process."""
+
+    name = PLUGIN
+
+    def __init__(self, limits: dict, jail: bool, notebooks: tuple[str, ...]) -> None:
+        self.limits, self.jail, self.notebooks = limits, jail, notebooks
+        self.runtime: Runtime | None = None
+
+    def setup(self, worker: object) -> None:
+        # The probe sandbox starts child processes with multiprocessing, which refuses to do
+        # so from a daemonic process; dask's nanny starts its worker as one.
+        multiprocessing.current_process()._config["daemon"] = False  # type: ignore[attr-defined]
+        warnings.simplefilter("ignore")
+        os.environ.setdefault("OMP_NUM_THREADS", "1")
+        import torch  # here: the grading process itself never needs torch
+
+        torch.set_num_threads(1)
+        self.runtime = Runtime(Limits.from_json(self.limits), self.jail, self.notebooks)
+
+    def teardown(self, worker: object) -> None:
+        if self.runtime is not None:
+            self.runtime.close()
+
+
+def grade_on_worker(task: Task) -> Outcome:
+    """The task function: grade one notebook with this worker's runtime."""
+    plugin = get_worker().plugins[PLUGIN]
+    if plugin.runtime is None:
+        raise RuntimeError("the grading runtime did not start on this worker")
+    return grade_notebook(task, plugin.runtime)
+
+
+@contextmanager
+def connect(settings: Settings) -> Iterator[Client]:
+    """A client of the cluster the settings name (started here for --jobs)."""
+    if settings.scheduler:
+        with Client(settings.scheduler, timeout=CONNECT_TIMEOUT) as client:
+            yield client
+        return
+    config = {
+        "distributed.worker.daemon": False,
+        "distributed.scheduler.allowed-failures": settings.limits.worker_retries,
+        "distributed.admin.tick.limit": "1h",  # a busy single core is not an event-loop bug
+        "distributed.logging.distributed": "error",
+    }
+    scratch = Path(tempfile.mkdtemp(prefix=".dask-", dir=settings.out))  # not in $TMPDIR
+    with dask.config.set({**config, "temporary-directory": str(scratch)}):
+        cluster = LocalCluster(
+            n_workers=settings.jobs,
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            scheduler_port=0,
+            dashboard_address=None,
+            worker_dashboard_address=None,
+            memory_limit=0,  # kernels and probes have their own bounds
+            silence_logs=logging.CRITICAL,
+            local_directory=str(scratch),
+        )
+        try:
+            with Client(cluster) as client:
+                yield client
+        finally:
+            cluster.close(timeout=30)
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def run_tasks(
+    tasks: list[Task],
+    settings: Settings,
+    on_outcome: Callable[[Task, Outcome], None],
+    on_failure: Callable[[Task, BaseException], None],
+) -> None:
+    """Grade every task; each ends in exactly one call of on_outcome or on_failure."""
+    if not tasks:
+        return
+    with connect(settings) as client:
+        plugin = GradingPlugin(settings.limits.to_json(), settings.jail, settings.notebooks)
+        client.register_plugin(plugin)
+        futures = {}
+        for task in tasks:
+            key = f"grade-{task.student}-{task.notebook}-{uuid.uuid4().hex[:8]}"
+            futures[client.submit(grade_on_worker, task, key=key, pure=False)] = task
+        for future in as_completed(futures):
+            task = futures.pop(future)
+            try:
+                outcome = future.result()
+            except Exception as err:  # KilledWorker, a grader bug on the worker, ...
+                on_failure(task, err)
+            else:
+                on_outcome(task, outcome)
+            future.release()
