@@ -124,12 +124,12 @@ def attention_diagram(ax: plt.Axes | None = None, scaled: bool = False) -> plt.A
     )
     ax.text(
         (v_left + out_left) / 2,
-        1.72,
+        1.84,
         "v goes straight to the weighted sum",
         ha="center",
         fontsize=8,
     )
     ax.set_xlim(-0.1, len(stages) * (width + gap))
-    ax.set_ylim(-0.15, 2.0)
+    ax.set_ylim(-0.15, 2.05)
     ax.axis("off")
     return ax
