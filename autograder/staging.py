@@ -28,6 +28,7 @@ REVEALS: dict[str, str] = {
     "attention_course/references/nb02.py": "02_queries_and_keys.ipynb",
     "attention_course/references/nb03.py": "03_mask_then_softmax.ipynb",
     "attention_course/references/nb05.py": "05_the_head.ipynb",
+    "attention_course/references/nb06.py": "06_experiments.ipynb",
 }
 
 # notebook -> the revealing helpers its cells import (a test reads the imports and agrees)
@@ -38,7 +39,10 @@ NEEDS: dict[str, tuple[str, ...]] = {
         "attention_course/references/nb03.py",
     ),
     "06_experiments.ipynb": ("attention_course/references/nb05.py",),
-    "07_head_on_gpu.ipynb": ("attention_course/references/nb05.py",),
+    "07_head_on_gpu.ipynb": (
+        "attention_course/references/nb05.py",
+        "attention_course/references/nb06.py",
+    ),
 }
 
 
@@ -110,6 +114,6 @@ def release_problems(released: set[str], still_open: Iterable[str] | None = None
             if module not in allowed:
                 problems.append(
                     f"{notebook} needs {module}, which gives away the answers of "
-                    f"{REVEALS[module]}: release it once {REVEALS[module]} has been graded"
+                    f"{REVEALS[module]}: release {notebook} once {REVEALS[module]} is graded"
                 )
     return problems
