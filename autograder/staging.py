@@ -46,6 +46,13 @@ NEEDS: dict[str, tuple[str, ...]] = {
 }
 
 
+# notebook -> the last earlier notebook whose answers its own cells show as code (the lecture's
+# lines that later notebooks repeat); releasing it gives those answers away as a helper would
+SHOWS: dict[str, str] = {
+    "05_the_head.ipynb": "02_queries_and_keys.ipynb",
+}
+
+
 def notebook_name(notebook: str | Path) -> str:
     """The contract file name of a notebook given as "05", "05_the_head.ipynb" or a path."""
     name = Path(notebook).name
@@ -106,8 +113,12 @@ def shippable_helpers(released: set[str], still_open: Iterable[str] | None = Non
 
 
 def release_problems(released: set[str], still_open: Iterable[str] | None = None) -> list[str]:
-    """One line for each released notebook that needs a helper the release may not ship."""
+    """One line for each released notebook that would give an open notebook's answers away.
+
+    Through a helper it needs that the release may not ship, or through its own cells (SHOWS).
+    """
     allowed = set(shippable_helpers(released, still_open))
+    first_open = min((_order(n) for n in open_notebooks(released, still_open)), default=None)
     problems = []
     for notebook in sorted({notebook_name(n) for n in released}, key=_order):
         for module in NEEDS.get(notebook, ()):
@@ -116,4 +127,10 @@ def release_problems(released: set[str], still_open: Iterable[str] | None = None
                     f"{notebook} needs {module}, which gives away the answers of "
                     f"{REVEALS[module]}: release {notebook} once {REVEALS[module]} is graded"
                 )
+        shown = SHOWS.get(notebook)
+        if shown and first_open is not None and _order(shown) >= first_open:
+            problems.append(
+                f"{notebook} shows answers of notebooks up to {shown} in its cells: release it "
+                f"once those are graded"
+            )
     return problems
