@@ -140,12 +140,6 @@ def _eval_mode(model: nn.Module) -> Iterator[None]:
         model.train(was_training)
 
 
-def _model_device(model: nn.Module) -> torch.device:
-    for tensor in model.parameters():
-        return tensor.device
-    return torch.device("cpu")
-
-
 @torch.no_grad()
 def estimate_loss(
     model: nn.Module,
@@ -209,6 +203,17 @@ def _adamw(model: nn.Module, lr: float, device: Device) -> torch.optim.Optimizer
     return torch.optim.AdamW(model.parameters(), lr=lr)
 
 
+def train_step(
+    model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tensor, y: torch.Tensor
+) -> float:
+    """One step of gradient descent on one batch; returns the batch's loss."""
+    _, loss = model(x, y)  # forward: logits (B,T,vocab) and the mean cross-entropy
+    optimizer.zero_grad(set_to_none=True)  # forget the previous step's gradients
+    loss.backward()  # d loss / d parameter, for every parameter
+    optimizer.step()  # move each parameter a little against its gradient
+    return loss.item()
+
+
 def train(
     model: nn.Module,
     data: CharData,
@@ -258,11 +263,7 @@ def train(
         loss_value = math.nan
         for step in bar:
             x, y = data.get_batch("train", batch_size, block_size, generator=g, device=device)
-            _, loss = model(x, y)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
-            loss_value = loss.item()
+            loss_value = train_step(model, optimizer, x, y)
             done = step + 1
             if done % eval_every == 0 or done == steps:
                 evaluate(done)

@@ -1,7 +1,8 @@
-"""Time and memory of causal attention: the explicit (B,T,T) path against PyTorch's fused one.
+"""Time and memory of two ways of computing causal attention, against the context length T.
 
-Notebook 07 uses these to measure how the explicit head (scores, mask, softmax, weights @ v)
-and `torch.nn.functional.scaled_dot_product_attention` scale with the context length T.
+Notebook 07 measures how the explicit head (scores, mask, softmax, weights @ v) and PyTorch's
+fused `scaled_dot_product_attention` scale with T. The two paths are the notebook's own
+functions of (q, k, v), passed in: this module only times and weighs them.
 
 Memory: on CUDA the allocator's own peak (`torch.cuda.max_memory_allocated`); elsewhere the
 peak of the bytes held by the tensors that PyTorch operations create during the call, counted
@@ -11,6 +12,7 @@ Measure inference (no autograd): tensors saved for backward are not counted.
 
 from __future__ import annotations
 
+import functools
 import time
 import weakref
 from collections.abc import Callable, Sequence
@@ -18,7 +20,6 @@ from typing import Any
 
 import matplotlib.pyplot as plt
 import torch
-import torch.nn.functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
@@ -112,44 +113,23 @@ def peak_bytes(fn: Callable[[], Any], device: torch.device) -> int:
     return int(counter.peak)
 
 
-def explicit_attention(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, tril: torch.Tensor
-) -> torch.Tensor:
-    """The Head's math on (..., T, hs) tensors: it materialises the (..., T, T) weights."""
-    T = q.shape[-2]
-    wei = q @ k.transpose(-2, -1) * k.shape[-1] ** -0.5  # (...,T,hs) @ (...,hs,T) -> (...,T,T)
-    wei = wei.masked_fill(tril[:T, :T] == 0, float("-inf"))  # (...,T,T)
-    wei = F.softmax(wei, dim=-1)  # (...,T,T)
-    return wei @ v  # (...,T,T) @ (...,T,hs) -> (...,T,hs)
-
-
-def fused_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    """The same result from one fused call that never stores the (T,T) weights."""
-    return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+Attention = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
 
 
 def _measure(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, device: torch.device, repeat: int
+    paths: dict[str, Attention], qkv: list[torch.Tensor], device: torch.device, repeat: int
 ) -> dict[str, float]:
     """One context length: agreement, times and peak memories of both paths."""
-    T = q.shape[-2]
-    tril = torch.tril(torch.ones(T, T, device=device))  # (T,T), like the Head's buffer
-
-    def explicit() -> torch.Tensor:
-        return explicit_attention(q, k, v, tril)
-
-    def fused() -> torch.Tensor:
-        return fused_attention(q, k, v)
-
+    explicit = functools.partial(paths["explicit"], *qkv)
+    fused = functools.partial(paths["fused"], *qkv)
     with torch.no_grad():
         diff = (explicit().float() - fused().float()).abs().max().item()
         return {
-            "T": T,
+            "T": qkv[0].shape[-2],
             "explicit_s": time_call(explicit, device, repeat),
             "fused_s": time_call(fused, device, repeat),
             "explicit_bytes": peak_bytes(explicit, device),
             "fused_bytes": peak_bytes(fused, device),
-            "weights_bytes": q.shape[0] * q.shape[1] * T * T * q.element_size(),
             "max_abs_diff": diff,
         }
 
@@ -160,18 +140,20 @@ def compare_attention(
     n_head: int,
     head_size: int,
     device: torch.device,
+    explicit: Attention,
+    fused: Attention,
     dtype: torch.dtype = torch.float32,
     repeat: int = 5,
     seed: int = 0,
     progress: bool = True,
     threads: int | None = 1,
 ) -> list[dict[str, float]]:
-    """Explicit against fused attention for each context length T, on (batch, n_head, T, hs).
+    """`explicit` against `fused` for each context length T, on (batch, n_head, T, hs) inputs.
 
-    Each row: T, both times (s, best of `repeat`), both peak memories (bytes), the bytes of one
-    (B,H,T,T) weights tensor, and the largest absolute difference between the two outputs.
-    On the CPU the timings use `threads` threads (None: leave the setting), restored afterwards:
-    one thread gives stable numbers on a machine that other work shares.
+    Each row: T, both times (s, best of `repeat`), both peak memories (bytes) and the largest
+    absolute difference between the two outputs. On the CPU the timings use `threads` threads
+    (None: leave the setting), restored afterwards: one thread gives stable numbers on a
+    machine that other work shares.
     """
     from tqdm.auto import tqdm
 
@@ -181,20 +163,21 @@ def compare_attention(
     try:
         rows = []
         g = torch.Generator().manual_seed(seed)
+        paths = {"explicit": explicit, "fused": fused}
         for T in tqdm(list(contexts), desc="context lengths", disable=not progress):
             shape = (batch, n_head, T, head_size)
-            q, k, v = (
-                torch.randn(shape, generator=g).to(device=device, dtype=dtype) for _ in range(3)
-            )
-            rows.append(_measure(q, k, v, device, repeat))
-            del q, k, v
+            qkv = [torch.randn(shape, generator=g).to(device=device, dtype=dtype) for _ in range(3)]
+            rows.append(_measure(paths, qkv, device, repeat))
+            del qkv
         return rows
     finally:
         torch.set_num_threads(previous_threads)
 
 
-def plot_comparison(rows: Sequence[dict[str, float]], title: str = "") -> plt.Figure:
-    """Time and peak memory against T, log-log, with the size of one weights tensor as a guide."""
+def plot_comparison(
+    rows: Sequence[dict[str, float]], title: str = "", guide: Sequence[float] | None = None
+) -> plt.Figure:
+    """Time and peak memory against T, log-log; `guide`: bytes of one weights tensor per row."""
     T = [r["T"] for r in rows]
     mib = 2.0**20
     fig, (ax_t, ax_m) = plt.subplots(1, 2, figsize=(10, 3.8))
@@ -203,9 +186,8 @@ def plot_comparison(rows: Sequence[dict[str, float]], title: str = "") -> plt.Fi
     ax_t.set_ylabel("time per call (ms)")
     ax_m.plot(T, [r["explicit_bytes"] / mib for r in rows], "o-", label="explicit head")
     ax_m.plot(T, [r["fused_bytes"] / mib for r in rows], "s-", label="scaled_dot_product_attention")
-    ax_m.plot(
-        T, [r["weights_bytes"] / mib for r in rows], ":", color="grey", label="one (B,H,T,T) tensor"
-    )
+    if guide is not None:
+        ax_m.plot(T, [b / mib for b in guide], ":", color="grey", label="one (B,H,T,T) tensor")
     ax_m.set_ylabel("peak memory of the call (MiB)")
     for ax in (ax_t, ax_m):
         ax.set_xscale("log", base=2)

@@ -81,3 +81,55 @@ def loss_curves(
     ax.grid(alpha=0.3)
     fig.tight_layout()
     return fig
+
+
+_STAGES = [  # (label, shape, colour) from the input to the output of one head
+    ("x", "(B, T, C)", "#dddddd"),
+    ("q, k, v", "3 x (B, T, hs)", "#cfe2f3"),
+    ("scores\n$q\\,k^\\top$", "(B, T, T)", "#d9ead3"),
+    ("mask\n-inf above\nthe diagonal", "(B, T, T)", "#f4cccc"),
+    ("softmax\nover the keys", "(B, T, T)", "#fff2cc"),
+    ("weights @ v", "(B, T, hs)", "#d9d2e9"),
+]
+
+
+def attention_diagram(ax: plt.Axes | None = None, scaled: bool = False) -> plt.Axes:
+    """The path of one head as boxes and arrows, each box with the shape it produces.
+
+    `scaled` writes the scores with notebook 05's factor, q kᵀ / sqrt(hs).
+    """
+    if ax is None:
+        _, ax = plt.subplots(figsize=(10.5, 2.4))
+    width, gap = 1.35, 0.45
+    stages = list(_STAGES)
+    if scaled:
+        stages[2] = ("scores\n$q\\,k^\\top / \\sqrt{hs}$", *stages[2][1:])
+    for i, (label, shape, colour) in enumerate(stages):
+        left = i * (width + gap)
+        box = plt.Rectangle((left, 0.25), width, 1.1, fc=colour, ec="black", lw=1)
+        ax.add_patch(box)
+        ax.text(left + width / 2, 0.86, label, ha="center", va="center", fontsize=9)
+        ax.text(left + width / 2, 0.05, shape, ha="center", va="center", fontsize=8)
+        if i:
+            ax.annotate(
+                "", xy=(left, 0.8), xytext=(left - gap, 0.8), arrowprops={"arrowstyle": "->"}
+            )
+    v_left = 1 * (width + gap) + width * 0.75  # v skips the scores, mask and softmax
+    out_left = (len(stages) - 1) * (width + gap) + width * 0.25
+    ax.annotate(
+        "",
+        xy=(out_left, 1.35),
+        xytext=(v_left, 1.35),
+        arrowprops={"arrowstyle": "->", "connectionstyle": "arc3,rad=-0.12", "ls": "--"},
+    )
+    ax.text(
+        (v_left + out_left) / 2,
+        1.84,
+        "v goes straight to the weighted sum",
+        ha="center",
+        fontsize=8,
+    )
+    ax.set_xlim(-0.1, len(stages) * (width + gap))
+    ax.set_ylim(-0.15, 2.05)
+    ax.axis("off")
+    return ax

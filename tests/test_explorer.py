@@ -29,10 +29,59 @@ def close_figures():
     plt.close("all")
 
 
+def reference(scores: torch.Tensor) -> torch.Tensor:
+    """A correct mask_then_softmax for (T,T) scores, as a student might write it."""
+    T = scores.shape[-1]
+    return torch.where(torch.ones(T, T).tril().bool(), scores, -torch.inf).softmax(-1)
+
+
+def stub(scores: torch.Tensor) -> torch.Tensor:
+    raise NotImplementedError()
+
+
 def weights(scores: torch.Tensor, **settings) -> torch.Tensor:
-    w, fig = ex.explore(scores, **settings)
+    w, fig = ex.explore(scores, correct=reference, **settings)
     plt.close(fig)
     return w
+
+
+def test_the_right_recipe_is_the_students_function(scores: torch.Tensor) -> None:
+    calls = []
+
+    def recording(s: torch.Tensor) -> torch.Tensor:
+        calls.append(s)
+        return reference(s)
+
+    w, fig = ex.explore(scores, correct=recording, scale=2.0)
+    plt.close(fig)
+    assert len(calls) == 1 and torch.allclose(calls[0], 2.0 * scores)
+    assert torch.allclose(w, reference(2.0 * scores))
+
+
+@pytest.mark.parametrize("correct", [None, stub], ids=["missing", "stub"])
+def test_unanswered_right_recipe_shows_a_note(scores: torch.Tensor, correct) -> None:
+    w, fig = ex.explore(scores, correct=correct, fill="-1e9")
+    texts = [t.get_text() for ax in fig.axes for t in ax.texts]
+    assert w is None
+    assert any("not answered yet" in t for t in texts), texts
+    wrong, fig2 = ex.explore(scores, correct=correct, dim=-2)  # wrong recipes still draw
+    assert wrong is not None and wrong.shape == (T, T)
+    plt.close("all")
+
+
+def test_the_explorer_holds_no_right_recipe_of_its_own(scores: torch.Tensor) -> None:
+    """Every setting it computes by itself is one of the mistakes: none is causal and normal."""
+    for mask_first in (True, False):
+        for dim in (-1, -2):
+            for fill in ex.FILLS:
+                recipe = ex.Recipe(mask_first, dim, fill)
+                w = ex.attention_weights(scores, recipe, correct=None)
+                if recipe.is_correct:
+                    assert w is None
+                    continue
+                rows_normal = torch.allclose(w.sum(-1), torch.ones(T), atol=1e-5)
+                causal = bool((w[FUTURE] == 0).all())
+                assert not (rows_normal and causal), recipe
 
 
 def test_mask_then_softmax_over_keys_is_causal_and_normalised(scores: torch.Tensor) -> None:
@@ -118,23 +167,25 @@ def test_widget_calls_explore_with_the_controls_values(
         return torch.zeros(T, T), plt.figure()
 
     monkeypatch.setattr(ex, "explore", recording)
-    panel = ex.explorer(scores, row=3)
+    panel = ex.explorer(scores, correct=reference, row=3)
     controls = panel.controls
     assert isinstance(controls["row"], widgets.IntSlider)
     assert (controls["row"].min, controls["row"].max) == (0, T - 1)
     assert isinstance(controls["scale"], widgets.FloatSlider)
+    assert calls[-1].pop("correct") is reference
     assert calls[-1] == {"mask_first": True, "dim": -1, "fill": "-inf", "scale": 1.0, "row": 3}
     controls["row"].value = 6
     controls["scale"].value = 2.5
     controls["mask_first"].value = False
     controls["dim"].value = -2
     controls["fill"].value = "0"
+    assert calls[-1].pop("correct") is reference
     assert calls[-1] == {"mask_first": False, "dim": -2, "fill": "0", "scale": 2.5, "row": 6}
     assert len(calls) == 6
 
 
 def test_static_figure_compares_the_recipes(scores: torch.Tensor) -> None:
-    fig = ex.comparison_figure(scores, row=3)
+    fig = ex.comparison_figure(scores, correct=reference, row=3)
     titles = [ax.get_title() for ax in fig.axes]
     for name in ex.COMPARISONS:
         assert name in titles

@@ -1,9 +1,10 @@
 """Every training loop shows a notebook-flavoured progress bar (tqdm.auto).
 
 A training loop is a `for`/`while` loop whose own body calls `.backward()` or an optimizer's
-`.step()`. It must iterate over `tqdm(...)`/`trange(...)` (directly or through a name bound
-to one), or update such a bar by hand, with tqdm imported from `tqdm.auto`: the console
-flavour writes to stderr, which JupyterLab shows in red and nbgrader counts as a failure.
+`.step()`, or a function of the same module that does (a training step). It must iterate over
+`tqdm(...)`/`trange(...)` (directly or through a name bound to one), or update such a bar by
+hand, with tqdm imported from `tqdm.auto`: the console flavour writes to stderr, which
+JupyterLab shows in red and nbgrader counts as a failure.
 """
 
 from __future__ import annotations
@@ -33,8 +34,11 @@ def _own_nodes(loop: ast.For | ast.While) -> list[ast.AST]:
     return found
 
 
-def _trains(loop: ast.For | ast.While) -> bool:
+def _trains(loop: ast.For | ast.While | ast.FunctionDef, steps: set[str] = frozenset()) -> bool:
     for node in _own_nodes(loop):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            if node.func.id in steps:
+                return True
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             receiver = ast.unparse(node.func.value).lower()
             if node.func.attr == "backward":
@@ -76,8 +80,9 @@ def problems(code: str) -> list[str]:
         for target in node.targets
         if isinstance(target, ast.Name)
     }
+    steps = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and _trains(n)}
     for loop in (n for n in ast.walk(tree) if isinstance(n, ast.For | ast.While)):
-        if not _trains(loop):
+        if not _trains(loop, steps):
             continue
         if isinstance(loop, ast.For) and _is_bar(loop.iter, bars):
             ok = True
@@ -112,7 +117,10 @@ def test_training_loops_show_a_notebook_progress_bar(path: Path) -> None:
 def test_the_shared_training_loop_is_checked() -> None:
     """charmodel.train is a training loop the check recognises (so it cannot pass vacuously)."""
     code = (ROOT / "attention_course" / "charmodel.py").read_text()
-    loops = [n for n in ast.walk(ast.parse(code)) if isinstance(n, ast.For) and _trains(n)]
+    tree = ast.parse(code)
+    steps = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and _trains(n)}
+    assert steps == {"train_step"}, steps
+    loops = [n for n in ast.walk(tree) if isinstance(n, ast.For) and _trains(n, steps)]
     assert loops, "no training loop found in attention_course/charmodel.py"
 
 
@@ -130,6 +138,10 @@ BAD = {
     "no bar": "for step in range(10):\n    loss.backward()\n",
     "console flavour": "from tqdm import tqdm\nfor s in tqdm(range(3)):\n    loss.backward()\n",
     "not imported": "for s in tqdm(range(3)):\n    optimizer.step()\n",
+    "a step function, no bar": (
+        "def one(m, opt):\n    m.loss().backward()\n    opt.step()\n"
+        "for s in range(9):\n    one(model, opt)\n"
+    ),
     "inner loop bare": (
         "from tqdm.auto import tqdm\n"
         "for seed in tqdm(range(3)):\n    for s in range(9):\n        loss.backward()\n"

@@ -4,8 +4,11 @@ The solution of notebook 03 (set COURSE_BROWSER_NOTEBOOK to a notebook path to a
 is copied to build/browser/, opened in a throwaway JupyterLab, run with Run > Run All Cells,
 and checked on the page: every code cell executed, no error or stderr output (JupyterLab
 renders tracebacks, stderr streams and warnings alike as application/vnd.jupyter.stderr), the
-heatmaps are images, and each slider of the widget explorer redraws its plot. Screenshots go
-to build/screenshots/. The formgrader page lists the course's assignment.
+heatmaps are images, each slider of the widget explorer redraws its plot, and every toggle
+label of the explorer is shown whole. The untouched release of the same notebook is run the
+same way: Run All reaches the last cell, errors come only from cells tagged to allow them (the
+unanswered ones and what uses them), and the explorer says that the answer is missing.
+Screenshots go to build/screenshots/. The formgrader page lists the course's assignment.
 """
 
 from __future__ import annotations
@@ -22,12 +25,13 @@ import nbformat
 import pytest
 
 from autograder.contract import ASSIGNMENT
-from autograder.paths import ROOT, SOLUTIONS
+from autograder.paths import NOTEBOOKS, ROOT, SOLUTIONS
 from tests.browser.lab import LabServer, stage_notebook
 
 pytestmark = pytest.mark.browser
 
 NOTEBOOK = Path(os.environ.get("COURSE_BROWSER_NOTEBOOK", SOLUTIONS / "03_mask_then_softmax.ipynb"))
+RELEASE = NOTEBOOKS / NOTEBOOK.name
 STAGE = ROOT / "build" / "browser"
 VIEWPORT = {"width": 1280, "height": 900}
 RUN_TIMEOUT_MS = 120_000
@@ -78,13 +82,12 @@ def _wait_for_kernel(page, lab: LabServer, staged: Path, timeout: float = 60) ->
     raise AssertionError(f"the kernel of {path} did not start: sessions {body[:300]!r}")
 
 
-@pytest.fixture(scope="module")
-def executed(browser, lab: LabServer, screenshots: Path) -> Iterator[Executed]:
-    """The notebook opened in JupyterLab and run top to bottom through the Run menu."""
-    assert NOTEBOOK.is_file(), f"{NOTEBOOK} does not exist"
-    for stale in STAGE.glob("*.ipynb"):
+def _run_all(browser, lab: LabServer, screenshots: Path, notebook: Path, stage: Path) -> Executed:
+    """Open a copy of `notebook` in JupyterLab, Run All, save it; the page stays open."""
+    assert notebook.is_file(), f"{notebook} does not exist"
+    for stale in stage.glob("*.ipynb"):
         stale.unlink()
-    staged = stage_notebook(NOTEBOOK, STAGE)
+    staged = stage_notebook(notebook, stage)
     context = browser.new_context(viewport=VIEWPORT)
     page = context.new_page()
     start = time.monotonic()
@@ -101,10 +104,24 @@ def executed(browser, lab: LabServer, screenshots: Path) -> Iterator[Executed]:
         f"{PANEL} .jp-WindowedPanel-outer, {PANEL} .jp-Notebook",
     )
     page.wait_for_timeout(300)
-    page.screenshot(path=str(screenshots / f"lab-{NOTEBOOK.stem}-top.png"))
-    saved = nbformat.read(str(staged), as_version=4)
-    yield Executed(page, saved, seconds)
-    context.close()
+    page.screenshot(path=str(screenshots / f"lab-{stage.name}-{notebook.stem}-top.png"))
+    return Executed(page, nbformat.read(str(staged), as_version=4), seconds)
+
+
+@pytest.fixture(scope="module")
+def executed(browser, lab: LabServer, screenshots: Path) -> Iterator[Executed]:
+    """The solution notebook opened in JupyterLab and run top to bottom through the Run menu."""
+    run = _run_all(browser, lab, screenshots, NOTEBOOK, STAGE)
+    yield run
+    run.page.context.close()
+
+
+@pytest.fixture(scope="module")
+def released(browser, lab: LabServer, screenshots: Path) -> Iterator[Executed]:
+    """The student's notebook, nothing answered yet, run top to bottom the same way."""
+    run = _run_all(browser, lab, screenshots, RELEASE, STAGE.parent / "release")
+    yield run
+    run.page.context.close()
 
 
 def _code_cells(saved: nbformat.NotebookNode) -> list:
@@ -209,3 +226,42 @@ def test_formgrader_lists_the_assignment(browser, lab: LabServer, screenshots: P
         assert ASSIGNMENT in names, names
     finally:
         context.close()
+
+
+def test_toggle_labels_are_shown_whole(executed: Executed, screenshots: Path) -> None:
+    cell = _widget_cells(executed.page).first
+    cell.scroll_into_view_if_needed()
+    buttons = cell.locator(".widget-toggle-button")
+    assert buttons.count() >= 7, "the explorer's order, axis and fill toggles are missing"
+    clipped = buttons.evaluate_all(
+        "bs => bs.filter(b => b.scrollWidth > b.clientWidth + 1).map(b => b.textContent.trim())"
+    )
+    cell.screenshot(path=str(screenshots / f"lab-{NOTEBOOK.stem}-toggles.png"))
+    assert not clipped, f"toggle labels cut off at {VIEWPORT['width']} px: {clipped}"
+
+
+def test_run_all_of_the_release_reaches_the_end(released: Executed) -> None:
+    cells = _code_cells(released.saved)
+    assert all(isinstance(c.execution_count, int) for c in cells), "Run All stopped early"
+    failed = [c for c in cells if any(o.output_type == "error" for o in c.outputs)]
+    assert failed, "nothing failed in the untouched release: are the answers stubs?"
+    untagged = [
+        c.source[:80] for c in failed if "raises-exception" not in c.metadata.get("tags", [])
+    ]
+    assert not untagged, f"cells that fail and stop Run All: {untagged}"
+    names = {o.ename for c in failed for o in c.outputs if o.output_type == "error"}
+    assert names <= {"NotImplementedError", "NameError"}, names
+
+
+def test_explorer_of_the_release_says_the_answer_is_missing(
+    released: Executed, screenshots: Path
+) -> None:
+    cells = _widget_cells(released.page)
+    assert cells.count() >= 1, "the explorer did not render in the release"
+    cell = cells.first
+    cell.scroll_into_view_if_needed()
+    assert _plot_sources(cell), "the explorer shows no plot while the answer is missing"
+    cell.screenshot(path=str(screenshots / f"lab-release-{NOTEBOOK.stem}-explorer.png"))
+    saved = _code_cells(released.saved)
+    explorer_cell = next(c for c in saved if "explorer(" in c.source)
+    assert not any(o.output_type == "error" for o in explorer_cell.outputs)

@@ -1,0 +1,28 @@
+"""Notebook 06's answer, for notebook 07: a head that aggregates x instead of its values."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn as nn
+from torch.nn import functional as F
+
+
+class NoValueHead(nn.Module):
+    """Causal head that aggregates x itself: weights @ x, output n_embd wide."""
+
+    def __init__(self, n_embd: int, head_size: int, block_size: int, dropout: float = 0.0) -> None:
+        super().__init__()
+        self.key = nn.Linear(n_embd, head_size, bias=False)
+        self.query = nn.Linear(n_embd, head_size, bias=False)
+        self.register_buffer("tril", torch.tril(torch.ones(block_size, block_size)))
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        B, T, C = x.shape
+        k = self.key(x)  # (B,T,hs)
+        q = self.query(x)  # (B,T,hs)
+        wei = q @ k.transpose(-2, -1) * k.shape[-1] ** -0.5  # (B,T,hs) @ (B,hs,T) -> (B,T,T)
+        wei = wei.masked_fill(self.tril[:T, :T] == 0, float("-inf"))  # (B,T,T)
+        wei = F.softmax(wei, dim=-1)  # (B,T,T)
+        wei = self.dropout(wei)  # (B,T,T)
+        return wei @ x  # (B,T,T) @ (B,T,C) -> (B,T,C)
