@@ -1,10 +1,8 @@
 """Which course helpers (attention_course/) a student release may carry, and which it needs.
 
 A helper module that holds a graded answer (a reference `Head`, a mask-then-softmax) gives
-that answer away: it may ship only once that notebook is graded. `autograder.staging` says
-which module holds which notebook's answers (`REVEALS`, `shippable_helpers`); until it
-exists, `FALLBACK_REVEALS` below is a conservative reading of today's helpers. Whatever
-staging answers, a module whose REVEALS notebook is not graded never ships.
+that answer away: it may ship only once that notebook is graded. `autograder.staging.REVEALS`
+says which module holds which notebook's answers.
 """
 
 from __future__ import annotations
@@ -13,15 +11,11 @@ import ast
 from collections.abc import Iterable
 from pathlib import Path
 
+from autograder import staging
 from autograder.contract import CONTRACT
 from autograder.notebook_io import python_source
 
 PACKAGE = "attention_course"
-# Module file -> the last notebook whose graded answers it holds (used when staging is absent).
-FALLBACK_REVEALS = {
-    "explorer.py": "03",  # attention_weights: a (T,T) mask-then-softmax with switches
-    "measure.py": "05",  # explicit_attention: the Head's scaled, masked attention
-}
 
 
 def notebook_of(key: str) -> str:
@@ -47,13 +41,7 @@ def module_file(key: str) -> str:
 
 def reveals() -> dict[str, str]:
     """Module file (package-relative) -> notebook file whose answers it holds."""
-    try:
-        from autograder import staging
-
-        table = dict(staging.REVEALS)
-    except ImportError:
-        table = dict(FALLBACK_REVEALS)
-    return {module_file(m): notebook_of(nb) for m, nb in table.items()}
+    return {module_file(m): notebook_of(nb) for m, nb in staging.REVEALS.items()}
 
 
 def shippable(graded: Iterable[str], package: Path) -> set[str]:
@@ -62,14 +50,6 @@ def shippable(graded: Iterable[str], package: Path) -> set[str]:
     table = reveals()
     candidates = {p.relative_to(package).as_posix() for p in package.rglob("*.py")}
     candidates = {m for m in candidates if "__pycache__" not in m}
-    try:
-        from autograder import staging
-
-        # staging is told which notebooks' answers may be out: both spellings, to be safe.
-        keys = graded | {g[:2] for g in graded}
-        candidates &= {module_file(m) for m in staging.shippable_helpers(keys)}
-    except ImportError:
-        pass
     return {m for m in candidates if m not in table or table[m] in graded}
 
 

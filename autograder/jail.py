@@ -350,18 +350,13 @@ def hidden_helpers(notebook: str | None) -> list[str]:
     `autograder.staging.hidden_helpers` names, and the probe modules that the probe
     package's `REVEALS` (module file -> last notebook whose answers it holds) marks.
 
-    Without autograder.staging (or without a notebook) no helper is hidden.
+    Without a notebook no helper is hidden.
     """
+    from autograder import probe, staging  # the jail's command lines need neither
+
     if not notebook:
         return []
-    hidden: list[str] = []
-    try:
-        from autograder import staging  # type: ignore[attr-defined]
-    except ImportError:
-        staging = None
-    if staging is not None:
-        hidden += list(staging.hidden_helpers(notebook))
-    from autograder import probe
+    hidden = list(staging.hidden_helpers(notebook))
 
     reveals: dict[str, str] = getattr(probe, "REVEALS", {})
     hidden += [module for module, last in reveals.items() if notebook[:2] <= last[:2]]
