@@ -209,7 +209,7 @@ class Jail:
             "--core=0",
             "--",
         ]
-        mounts = self._mounts(shared, set(_module_files(hidden)), probes)
+        mounts = self._mounts(shared, _hidden_paths(hidden), probes)
         cmd = [*limits, self.bwrap, *head, *self._namespaces(), *mounts]
         for key, value in (env if env is not None else self.environment()).items():
             cmd += ["--setenv", key, value]
@@ -241,7 +241,8 @@ class Jail:
             "--clearenv",
         ]
 
-    def _mounts(self, shared: Path, hidden: set[str], probes: bool) -> list[str]:
+    def _mounts(self, shared: Path, hidden: tuple[set[str], set[str]], probes: bool) -> list[str]:
+        hidden_course, hidden_probe = hidden
         binds: list[tuple[str, str, str]] = []  # (option, source, destination)
         for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
             if os.path.islink(top):
@@ -255,9 +256,9 @@ class Jail:
         for path in dict.fromkeys([self.python_prefix, self.venv]):
             binds.append(("--ro-bind", str(path), str(path)))
         if probes:
-            binds += _package_binds(self.probe, f"{LIB}/{PROBE_PACKAGE}", hidden)
+            binds += _package_binds(self.probe, f"{LIB}/{PROBE_PACKAGE}", hidden_probe)
         if self.course is not None:
-            binds += _package_binds(self.course, f"{LIB}/attention_course", hidden)
+            binds += _package_binds(self.course, f"{LIB}/attention_course", hidden_course)
         if self.data is not None:
             binds.append(("--ro-bind", str(self.data), f"{DATA}/{self.data.name}"))
         binds.append(("--bind", str(shared), str(shared)))
@@ -277,28 +278,42 @@ class Jail:
         return args
 
 
-def _module_files(hidden: Iterable[str]) -> list[str]:
-    """'attention_course/charmodel.py', 'attention_course.charmodel' or 'charmodel' -> the
-    file name 'charmodel.py' (a package name stays a folder name)."""
-    names = []
+def _hidden_paths(hidden: Iterable[str]) -> tuple[set[str], set[str]]:
+    """Split hidden modules into paths relative to the course helpers and to the probe package.
+
+    'attention_course/references/nb05.py' or 'attention_course.references.nb05' is the course
+    helpers' 'references/nb05.py'; anything else ('modules.py', 'modules') is the probe
+    package's. A name without '.py' hides a package folder of that name too."""
+    course: set[str] = set()
+    probe: set[str] = set()
     for item in hidden:
-        name = str(item).replace("\\", "/").rsplit("/", 1)[-1]
-        if name.endswith(".py"):
-            name = name[:-3]
-        name = name.rsplit(".", 1)[-1]
-        names += [f"{name}.py", name]
-    return names
+        text = str(item).replace("\\", "/")
+        if text.endswith(".py"):
+            text = text[:-3]
+        if "/" not in text:
+            text = text.replace(".", "/")
+        head, _, rest = text.partition("/")
+        target, rel = (course, rest) if head == "attention_course" and rest else (probe, text)
+        target |= {f"{rel}.py", rel}
+    return course, probe
 
 
-def _package_binds(package: Path, dest: str, hidden: set[str]) -> list[tuple[str, str, str]]:
-    """One read-only bind per module of a package: hidden ones (and bytecode) never appear."""
+def _package_binds(
+    package: Path, dest: str, hidden: set[str], prefix: str = ""
+) -> list[tuple[str, str, str]]:
+    """One read-only bind per module of a package, subpackages included: hidden ones (and
+    bytecode) never appear; a folder holding a hidden module is bound file by file."""
     binds = []
     for entry in sorted(package.iterdir()):
-        if entry.name in hidden or entry.name == "__pycache__" or entry.name.startswith("."):
+        rel = prefix + entry.name
+        if rel in hidden or entry.name == "__pycache__" or entry.name.startswith("."):
             continue
         if entry.is_symlink() or not (entry.is_file() or entry.is_dir()):
             continue
-        binds.append(("--ro-bind", str(entry), f"{dest}/{entry.name}"))
+        if entry.is_dir() and any(h.startswith(rel + "/") for h in hidden):
+            binds += _package_binds(entry, f"{dest}/{entry.name}", hidden, rel + "/")
+        else:
+            binds.append(("--ro-bind", str(entry), f"{dest}/{entry.name}"))
     return binds
 
 

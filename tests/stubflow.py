@@ -11,7 +11,16 @@ import ast
 from collections.abc import Sequence
 from typing import Any
 
-from autograder.notebook_io import grade_id, is_answer, python_source, source
+from autograder.contract import CONTRACT
+from autograder.notebook_io import (
+    grade_id,
+    is_answer,
+    python_source,
+    read,
+    solution_answers,
+    source,
+)
+from autograder.paths import SOLUTIONS
 
 MUTATORS = {"append", "extend", "update", "setdefault", "add", "insert", "pop", "clear"}
 
@@ -66,6 +75,15 @@ def read_names(src: str) -> set[str]:
         for node in ast.walk(_tree(src))
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
     }
+
+
+def answer_names(notebook: str) -> set[str]:
+    """Names an answer cell of `notebook` must define: the contract's, and every name the
+    solutions' answer cells write (prediction cells, helper functions of an answer)."""
+    names = {n for names in CONTRACT.get(notebook, {}).values() for n in names}
+    for answer in solution_answers(read(SOLUTIONS / notebook)).values():
+        names |= written_names(answer)
+    return names
 
 
 def describe(error: dict) -> str:

@@ -35,7 +35,6 @@ import pytest
 from nbclient import NotebookClient
 
 from autograder import colab
-from autograder.contract import CONTRACT
 from autograder.notebook_io import (
     grade_id,
     is_answer,
@@ -45,7 +44,7 @@ from autograder.notebook_io import (
     source,
 )
 from autograder.paths import NOTEBOOKS, ROOT, SOLUTIONS
-from tests.stubflow import stub_problems
+from tests.stubflow import answer_names, stub_problems
 
 pytestmark = pytest.mark.slow
 
@@ -190,7 +189,7 @@ def test_notebook_needs_only_colab_packages(
 ) -> None:
     released = read(path)
     answers = solution_answers(read(SOLUTIONS / path.name))
-    contract_names = {n for names in CONTRACT.get(path.name, {}).values() for n in names}
+    contract_names = answer_names(path.name)
 
     # Pass 2 first: with the answers filled in, nothing may fail.
     solved = read(path)

@@ -266,13 +266,13 @@ def _markov_text(symbols: int, length: int, seed: int) -> str:
 def _masked_and_unmasked_val(steps: int, seed: int) -> tuple[float, float]:
     """Validation loss of a causal and of an unmasked one-head model after `steps` steps."""
     from attention_course.charmodel import CharData, CharModel, estimate_loss, train
-    from autograder.checks.reference import ReferenceHead
+    from autograder.checks.reference import HEAD, UNMASKED, ReferenceHead
 
     data = CharData(_markov_text(12, 8000, seed))
     losses = []
     for causal in (True, False):
         torch.manual_seed(seed)
-        head = ReferenceHead(16, 16, 8, causal=causal)
+        head = ReferenceHead(16, 16, 8, config=HEAD if causal else UNMASKED)
         model = CharModel(data.vocab_size, 16, 8, head, head_out=16)
         run = dict(batch_size=32, block_size=8, lr=3e-3, eval_every=steps, eval_iters=10)
         train(model, data, steps=steps, seed=seed, progress=False, **run)

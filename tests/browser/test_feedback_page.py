@@ -24,7 +24,6 @@ from autograder.catalog import MISTAKES
 from autograder.examples import solutions
 from autograder.notebook_io import answer_cells, grade_id
 from autograder.paths import NOTEBOOKS, ROOT
-from tests import corpus
 
 pytestmark = pytest.mark.browser
 
@@ -48,12 +47,14 @@ def submission(answers: dict[str, str]) -> nbformat.NotebookNode:
 
 @pytest.fixture(scope="module")
 def out(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    (mutation,) = [m for m in corpus.mutations() if m.notebook == NB and m.mistake == MISTAKE]
+    solved = solutions(NB)
+    wrong_loop = solved["average-loop"].replace("x[b, : t + 1]", "x[b, :t]")
+    assert wrong_loop != solved["average-loop"], "the solution's slice changed: update this test"
     base = tmp_path_factory.mktemp("feedback")
-    first = next(iter(solutions(NB)))
+    first = next(iter(solved))
     for student, answers in (
-        (WRONG, corpus.mutated_answers(mutation)),
-        (PARTIAL, {first: solutions(NB)[first]}),
+        (WRONG, {**solved, "average-loop": wrong_loop}),
+        (PARTIAL, {first: solved[first]}),
     ):
         (base / "submissions" / student).mkdir(parents=True)
         nbformat.write(submission(answers), str(base / "submissions" / student / NB))

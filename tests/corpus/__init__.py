@@ -1,6 +1,6 @@
 """Wrong and alternative answers for every answer cell.
 
-Each notebook's module `nbNN.py` here lists
+Each notebook's module `nbNN.py` here (and `predictions.py`, for the prediction cells) lists
 - WRITERS: answers written from scratch, each a function of `choose` (a draw among options,
   made by hypothesis), that either make one catalog mistake or none;
 - MUTATIONS and ALTERNATIVES: one answer per (cell, mistake) and a few correct ones, taken
@@ -193,7 +193,7 @@ def _modules() -> list[Any]:
         except ModuleNotFoundError as err:
             if err.name != name:
                 raise
-    return mods
+    return [*mods, importlib.import_module("tests.corpus.predictions")]
 
 
 def mutations() -> list[Mutation]:
