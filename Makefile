@@ -18,7 +18,7 @@ GRADED ?=
 DEST ?= build/student-release
 
 .PHONY: help venv lab test test-fast release grade lint format bench badges clean
-.PHONY: student-release export
+.PHONY: student-release export jail
 
 help:
 	@echo "make lab      JupyterLab on the course for the instructor: formgrader on the class in OUT"
@@ -43,6 +43,10 @@ $(STAMP): requirements.txt pyproject.toml
 
 venv: $(STAMP)
 
+# bubblewrap, the jail of student code (scripts/install_bwrap.sh does nothing when it is there).
+jail:
+	@bash scripts/install_bwrap.sh
+
 # Instructor mode: nbgrader's formgrader shows the class graded into OUT (if any) for hand
 # grading. The token is made here so that the address printed first is the one to open.
 lab: venv
@@ -66,17 +70,17 @@ student-release: venv
 export: venv
 	$(PY) -m autograder export $(OUT) $(if $(FORMAT),--format $(FORMAT),) $(EXPORT_ARGS)
 
-test: venv
+test: venv jail
 	MPLBACKEND=Agg $(PY) -m pytest -q --nbval-lax --nbval-cell-timeout=300 tests solutions $(PYTEST_ARGS)
 
-test-fast: venv
+test-fast: venv jail
 	MPLBACKEND=Agg $(PY) -m pytest -q -m "not slow and not browser" tests $(PYTEST_ARGS)
 
 release: venv
 	$(PY) -m autograder release
 	$(PY) -m autograder examples
 
-grade: venv
+grade: venv jail
 	$(PY) -m autograder grade examples/submissions --out $(OUT) --jobs $(JOBS) --cell-timeout 30
 
 lint: venv
@@ -87,7 +91,7 @@ format: venv
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-bench: venv
+bench: venv jail
 	$(PY) benchmarks/bench_grade.py
 
 badges: venv

@@ -28,7 +28,6 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from queue import Empty
 from typing import TYPE_CHECKING, Any
 
 import psutil
@@ -166,12 +165,20 @@ def kill_tree(root: psutil.Process) -> None:
 
 
 class GradingClient(NotebookClient):
-    """nbclient with capped outputs and a watchdog told about the kernel's pid."""
+    """nbclient with capped outputs, no widget front end, and a watchdog told about the
+    kernel's pid."""
 
     def __init__(self, nb: NotebookNode, watchdog: Watchdog, **kw: Any) -> None:
         super().__init__(nb, **kw)
         self.watchdog = watchdog
         self._sizes: dict[int, int] = {}
+
+    def on_comm_open_jupyter_widget(self, msg: dict[str, Any]) -> None:
+        """Play no widget front end. nbclient's stand-in for an Output widget answers the
+        kernel on the shell socket while a read of that socket is pending; the read can then
+        miss the cell's reply and wake only at the cell timeout (a 2-minute stall after an
+        ipywidgets cell, measured). The grader needs no widget to update, so none answers."""
+        return None
 
     def output(
         self, outs: list[NotebookNode], msg: dict[str, Any], display_id: str, cell_index: int
@@ -220,7 +227,9 @@ def kernel_env() -> dict[str, str]:
     return env
 
 
-PRELOAD = "import torch\nimport matplotlib.pyplot"  # what every course notebook imports first
+# What every course notebook imports first: the kernel runs it while it starts (IPython's
+# exec_lines), before it answers its first request, so no client talks to a spare kernel.
+PRELOAD = "import torch, matplotlib.pyplot"
 
 
 class JailedKernelManager(AsyncKernelManager):
@@ -295,9 +304,12 @@ class KernelRunner:
         km: Any = None
         try:
             km, kw = self._manager(workdir, notebook)
+            preload = (
+                [f"--IPKernelApp.exec_lines={self.preload}"] if self.warm and self.preload else []
+            )
             try:
                 await km.start_kernel(
-                    extra_arguments=[*KERNEL_ARGS, "--HistoryManager.hist_file=:memory:"],
+                    extra_arguments=[*KERNEL_ARGS, "--HistoryManager.hist_file=:memory:", *preload],
                     stdout=subprocess.DEVNULL,
                     stderr=subprocess.DEVNULL,
                     **kw,
@@ -305,27 +317,10 @@ class KernelRunner:
             finally:
                 if getattr(km, "launch", None) is not None:
                     km.launch.close()
-            if self.warm and self.preload:
-                await self._preload(km)
         except Exception as err:  # reported by the notebook that gets this kernel
             await self._stop(Kernel(km, workdir))
             return Kernel(None, workdir, notebook, f"{type(err).__name__}: {str(err)[:200]}")
         return Kernel(km, workdir, notebook)
-
-    async def _preload(self, km: Any) -> None:
-        kc = km.client()
-        kc.start_channels()
-        try:
-            await kc.wait_for_ready(timeout=60)
-            msg_id = kc.execute(self.preload, silent=True, store_history=False)
-            reply: dict[str, Any] = {}
-            while reply.get("parent_header", {}).get("msg_id") != msg_id:
-                try:
-                    reply = await kc.get_shell_msg(timeout=60)
-                except Empty:  # still importing or reply lost: the notebook waits
-                    break
-        finally:
-            kc.stop_channels()
 
     async def _stop(self, kernel: Kernel, client: Any = None) -> None:
         try:

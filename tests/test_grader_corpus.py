@@ -1,12 +1,14 @@
-"""The grader end to end on the mutant corpus, the alternatives, the solutions and the release.
+"""The grader end to end on a sample of the corpus, the solutions and the release.
 
 One class, graded once with `python -m autograder grade --jobs 2` (jailed): a student handing
 in the solutions (full marks on every autograded cell of every notebook), one handing in the
-release untouched (`unanswered`, zero everywhere), one student per round of corpus mutations
-(several mutations per notebook, in cells that do not use each other's names; every mutation
-must lose points and be named in diagnoses.csv and, in words, in the feedback) and one per
-round of alternatives (full marks). Each notebook run grades many mutations at once, so 22
-students cover the whole corpus. The fast in-process version is test_checks_corpus.py.
+release untouched (`unanswered`, zero everywhere), one student per round of the end-to-end
+mutation sample (`hostile.mutation_sample`: every catalog mistake at least once and every
+answer cell that has a mutation, several per notebook run, in cells that do not use each
+other's names; each must lose points and be named in diagnoses.csv and, in words, in the
+feedback) and one per round of alternatives (one per answer cell; full marks). Every mutation
+and alternative of the corpus is judged in-process by test_checks_corpus.py; this test proves
+that the command line (rebuild, jail, kernel, probes, outputs) carries each mistake through.
 """
 
 from __future__ import annotations
@@ -39,11 +41,11 @@ def corpus_class() -> list[hostile.Case]:
     mutants: dict[int, hostile.Case] = {}
     alternatives: dict[int, hostile.Case] = {}
     for nb in NOTEBOOKS:
-        for k, batch in enumerate(hostile.rounds(nb)):
+        for k, batch in enumerate(hostile.sample_rounds(nb)):
             case = mutants.setdefault(k, hostile.Case(f"mutants_{k + 1:02d}", "mutations", {}))
             case.files[nb] = hostile.dump(hostile.mutated(nb, batch))
             case.expect[nb] = hostile.expect_mutations(batch)
-        for k, batch in enumerate(hostile.alternative_rounds(nb)):
+        for k, batch in enumerate(hostile.group(nb, hostile.alternative_sample(nb))):
             case = alternatives.setdefault(k, hostile.Case(f"alternatives_{k + 1:02d}", "alts", {}))
             case.files[nb] = hostile.dump(hostile.with_alternatives(nb, batch))
             case.expect[nb] = hostile.Expect("ok")
@@ -66,7 +68,7 @@ def test_every_expectation_holds(graded: tuple[Path, list[hostile.Case]]) -> Non
     assert not problems, "\n".join(problems)
 
 
-def test_every_mutation_and_alternative_is_in_the_class(
+def test_every_mistake_and_answer_cell_is_in_the_class(
     graded: tuple[Path, list[hostile.Case]],
 ) -> None:
     from tests import corpus
@@ -79,9 +81,15 @@ def test_every_mutation_and_alternative_is_in_the_class(
         (r["notebook"], r["grade_id"], r["mistake"])
         for r in hostile.read_csv(out / "diagnoses.csv")
     }
-    assert {(m.notebook, m.grade_id, m.mistake) for m in corpus.mutations()} <= named
-    batches = [a for nb in NOTEBOOKS for batch in hostile.alternative_rounds(nb) for a in batch]
-    assert sorted(a.id for a in batches) == sorted(a.id for a in corpus.alternatives())
+    sample = hostile.mutation_sample()
+    assert {(m.notebook, m.grade_id, m.mistake) for m in sample} <= named
+    made = {m.mistake for m in corpus.mutations()}
+    assert {m.mistake for m in sample} == made, "a mistake of the corpus is never graded"
+    mutated_cells = {(m.notebook, m.grade_id) for m in corpus.mutations()}
+    assert mutated_cells == {(m.notebook, m.grade_id) for m in sample}
+    alternative_cells = {(a.notebook, a.grade_id) for a in corpus.alternatives()}
+    sampled = {(a.notebook, a.grade_id) for nb in NOTEBOOKS for a in hostile.alternative_sample(nb)}
+    assert alternative_cells == sampled
 
 
 def test_solutions_get_every_point_and_the_release_none(

@@ -25,6 +25,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import nbformat
 import psutil
@@ -92,11 +93,61 @@ def group(notebook: str, items: list) -> list[list]:
 
 
 def rounds(notebook: str) -> list[list[corpus.Mutation]]:
+    """Every corpus mutation of `notebook`, grouped."""
     return group(notebook, [m for m in corpus.mutations() if m.notebook == notebook])
 
 
 def alternative_rounds(notebook: str) -> list[list[corpus.Alternative]]:
+    """Every corpus alternative of `notebook`, grouped."""
     return group(notebook, [a for a in corpus.alternatives() if a.notebook == notebook])
+
+
+def _fits(notebook: str, item: Any, batch: list) -> bool:
+    return group(notebook, [*batch, item]) == [[*batch, item]]
+
+
+def mutation_sample() -> list[corpus.Mutation]:
+    """A few mutations that between them make every catalog mistake and touch every answer
+    cell that has one, chosen so that they pack into few notebook runs: the sample the grader
+    is run on end to end (every mutation is judged in-process by test_checks_corpus.py)."""
+    everything = corpus.mutations()
+    chosen: list[corpus.Mutation] = []
+    batches: dict[str, list[list[corpus.Mutation]]] = {}
+
+    def place(m: corpus.Mutation) -> None:
+        chosen.append(m)
+        for batch in batches.setdefault(m.notebook, []):
+            if _fits(m.notebook, m, batch):
+                batch.append(m)
+                return
+        batches[m.notebook].append([m])
+
+    def free_slot(m: corpus.Mutation) -> bool:
+        return any(_fits(m.notebook, m, b) for b in batches.get(m.notebook, []))
+
+    cells = dict.fromkeys((m.notebook, m.grade_id) for m in everything)
+    for notebook, gid in cells:  # one per answer cell, a mistake not yet made where possible
+        mine = [m for m in everything if (m.notebook, m.grade_id) == (notebook, gid)]
+        made = {c.mistake for c in chosen}
+        place(next((m for m in mine if m.mistake not in made), mine[0]))
+    for mistake in dict.fromkeys(m.mistake for m in everything):
+        if any(c.mistake == mistake for c in chosen):
+            continue
+        makers = [m for m in everything if m.mistake == mistake]
+        runs = [len(batches.get(m.notebook, [])) for m in makers]
+        place(next((m for m in makers if free_slot(m)), makers[runs.index(min(runs))]))
+    return chosen
+
+
+def sample_rounds(notebook: str) -> list[list[corpus.Mutation]]:
+    """The end-to-end sample's mutations of `notebook`, grouped."""
+    return group(notebook, [m for m in mutation_sample() if m.notebook == notebook])
+
+
+def alternative_sample(notebook: str) -> list[corpus.Alternative]:
+    """One alternative per answer cell of `notebook`: one submission, full marks expected."""
+    mine = [a for a in corpus.alternatives() if a.notebook == notebook]
+    return list({a.grade_id: a for a in reversed(mine)}.values())[::-1]
 
 
 def with_alternatives(
