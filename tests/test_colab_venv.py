@@ -14,9 +14,11 @@ the project:
    earlier failed cell writes (a data-flow path from an unfilled answer to the failure);
 2. with the solutions' answers in the answer cells, exactly as a student in Colab runs it
    (no NBGRADER_EXECUTION): no cell may fail at all.
-Pass 1 runs with NBGRADER_EXECUTION set, so training cells take their shorter grading path.
-Pass 2 proves the non-answer cells need nothing beyond Colab's packages; pass 1 proves the
-released notebook fails only where the student has work to do.
+Pass 1 runs with NBGRADER_EXECUTION set, so training cells take their shorter grading path;
+it is also nbgrader's validation inverted (no autograded test cell passes on the untouched
+release, nothing fails before the first answer cell). Pass 2 proves the non-answer cells need
+nothing beyond Colab's packages; pass 1 proves the released notebook fails only where the
+student has work to do.
 """
 
 from __future__ import annotations
@@ -211,9 +213,19 @@ def test_notebook_needs_only_colab_packages(
     # The notebooks' shorter training under the grader is enough to see where errors come from.
     monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
     errors = execute(released, tmp_path / "released")
+    first_answer = next(i for i, c in enumerate(released.cells) if is_answer(c))
+    early = [describe(e) for errs in errors[:first_answer] for e in errs]
+    assert not early, f"the release fails before its first answer cell: {early}"
     problems, stubs_hit = stub_problems(released.cells, errors, contract_names)
     assert not problems, "as released:\n" + "\n".join(problems)
     assert stubs_hit, "the released notebook never reached an answer stub"
+    # nbgrader's validation, inverted: no autograded test passes on the untouched release.
+    passing = [
+        grade_id(c)
+        for c, errs in zip(released.cells, errors, strict=True)
+        if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade") and not errs
+    ]
+    assert not passing, f"tests pass on the untouched release: {passing}"
 
 
 def test_readable_error_in_the_colab_kernel(tmp_path: Path, monkeypatch) -> None:

@@ -428,3 +428,50 @@ def test_a_fork_bomb_stops_at_the_process_limit(tmp_path: Path) -> None:
         "    p.kill()\n"
     )
     assert 0 < int(jailed_python(jail, code, tmp_path, [])) < 40
+
+
+def test_a_fork_bomb_leaves_a_neighbouring_jail_its_processes(tmp_path: Path) -> None:
+    """Jails run side by side (two workers, a kernel beside its probes): one that holds every
+    process its limit allows leaves the other jail's limit untouched."""
+    import dataclasses
+
+    jail = dataclasses.replace(Jail.from_settings(), processes=40)
+    hog = (
+        "import subprocess, time\n"
+        "procs = []\n"
+        "try:\n"
+        "    while len(procs) < 400:\n"
+        "        procs.append(subprocess.Popen(['sleep', '30']))\n"
+        "except OSError:\n"
+        "    pass\n"
+        "print(len(procs), flush=True)\n"
+        "time.sleep(30)\n"
+    )
+    neighbour = (
+        "import subprocess\n"
+        "procs = []\n"
+        "try:\n"
+        "    while len(procs) < 20:\n"
+        "        procs.append(subprocess.Popen(['sleep', '30']))\n"
+        "except OSError:\n"
+        "    pass\n"
+        "print(len(procs))\n"
+        "for p in procs:\n"
+        "    p.kill()\n"
+    )
+    (tmp_path / "hog").mkdir()
+    (tmp_path / "neighbour").mkdir()
+    launch = jail.launch([jail.python, "-c", hog], tmp_path / "hog", probes=True)
+    try:
+        holder = subprocess.Popen(
+            launch.argv, pass_fds=launch.pass_fds, stdout=subprocess.PIPE, text=True
+        )
+    finally:
+        launch.close()
+    try:
+        assert holder.stdout is not None
+        assert 30 < int(holder.stdout.readline()) < 40  # the hog is at its limit, and holds
+        assert jailed_python(jail, neighbour, tmp_path / "neighbour", []) == "20"
+    finally:
+        holder.kill()
+        holder.wait(10)

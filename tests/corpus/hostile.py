@@ -106,6 +106,10 @@ def _fits(notebook: str, item: Any, batch: list) -> bool:
     return group(notebook, [*batch, item]) == [[*batch, item]]
 
 
+# What one more graded run of a notebook costs, relative to notebook 01 (06 and 07 train a model).
+RUN_COST = {"02": 1.5, "03": 1.5, "05": 1.5, "06": 3, "07": 3}
+
+
 def mutation_sample() -> list[corpus.Mutation]:
     """A few mutations that between them make every catalog mistake and touch every answer
     cell that has one, chosen so that they pack into few notebook runs: the sample the grader
@@ -134,8 +138,10 @@ def mutation_sample() -> list[corpus.Mutation]:
         if any(c.mistake == mistake for c in chosen):
             continue
         makers = [m for m in everything if m.mistake == mistake]
-        runs = [len(batches.get(m.notebook, [])) for m in makers]
-        place(next((m for m in makers if free_slot(m)), makers[runs.index(min(runs))]))
+        costs = [
+            RUN_COST.get(m.notebook[:2], 1) * (1 + len(batches.get(m.notebook, []))) for m in makers
+        ]
+        place(next((m for m in makers if free_slot(m)), makers[costs.index(min(costs))]))
     return chosen
 
 
