@@ -10,6 +10,14 @@ PORT ?= 8888
 OUT ?= grading-output
 JOBS ?= 2
 PYTEST_ARGS ?=
+# The data set: $TINYSHAKESPEARE, else data/tinyshakespeare.txt, else a copy in ../shared/data
+# beside the checkout (as on CI machines), else the notebooks download it once.
+SHARED_DATA := $(wildcard $(CURDIR)/../shared/data/tinyshakespeare.txt)
+ifeq ($(TINYSHAKESPEARE)$(wildcard data/tinyshakespeare.txt),)
+ifneq ($(SHARED_DATA),)
+export TINYSHAKESPEARE := $(abspath $(SHARED_DATA))
+endif
+endif
 # Jupyter refuses to run as root unless told; containers and CI machines often are root.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 

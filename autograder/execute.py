@@ -269,15 +269,23 @@ class KernelRunner:
     comes. All kernel I/O runs on one event loop in a thread.
     """
 
-    def __init__(self, jail: Jail | None = None, warm: bool = True, preload: str = PRELOAD) -> None:
-        self.jail, self.warm, self.preload = jail, warm, preload
+    def __init__(
+        self,
+        jail: Jail | None = None,
+        warm: bool = True,
+        preload: str = PRELOAD,
+        order: tuple[str, ...] = (),
+    ) -> None:
+        """`order`: the notebooks being graded, in course order (all by default); the kernels
+        started ahead are made for the notebook that is likely next in it."""
+        self.jail, self.warm, self.preload, self.order = jail, warm, preload, order
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._thread.start()
         self._spare: concurrent.futures.Future | None = None
         self._last: str | None = None  # the notebook run before
         if warm:
-            self.prestart()
+            self.prestart(_guess_next(None, None, order))
 
     def _call(self, coro: Any, timeout: float | None = None) -> Any:
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout)
@@ -398,7 +406,7 @@ class KernelRunner:
             if self.jail is not None:
                 watchdog.watch_folder(kernel.workdir, KERNEL_FOLDER_BYTES)
             if self.warm and more:  # the next kernel boots while this notebook runs
-                self.prestart(_guess_next(self._last, notebook))
+                self.prestart(_guess_next(self._last, notebook, self.order))
             self._last = notebook
             client = self._client(nb, kernel, watchdog, deadline, cell_timeout)
             status, detail = self._run(client, watchdog, timeout, cell_timeout, memory_bytes)
@@ -454,10 +462,12 @@ class KernelRunner:
         return "ok", ""
 
 
-def _guess_next(previous: str | None, current: str | None) -> str | None:
+def _guess_next(
+    previous: str | None, current: str | None, order: tuple[str, ...] = ()
+) -> str | None:
     from autograder.jail import guess_next
 
-    return guess_next(previous, current) if current else None
+    return guess_next(previous, current, order)
 
 
 def execute(nb: NotebookNode, jail: Jail | None = None, **limits: Any) -> Execution:

@@ -117,9 +117,12 @@ def run_tasks(
         plugin = GradingPlugin(settings.limits.to_json(), settings.jail, settings.notebooks)
         client.register_plugin(plugin)
         futures = {}
-        for task in tasks:
+        # In the order given (priority): the kernels and probe servers a worker starts ahead
+        # are made for the notebook it guesses comes next, and the guess follows that order.
+        for i, task in enumerate(tasks):
             key = f"grade-{task.student}-{task.notebook}-{uuid.uuid4().hex[:8]}"
-            futures[client.submit(grade_on_worker, task, key=key, pure=False)] = task
+            future = client.submit(grade_on_worker, task, key=key, pure=False, priority=-i)
+            futures[future] = task
         for future in as_completed(futures):
             task = futures.pop(future)
             try:

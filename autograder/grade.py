@@ -70,8 +70,9 @@ def plan(
 ) -> tuple[list[Task], dict[tuple[str, str], str], int]:
     """The tasks still to grade, every file's key, and how many a trusted state holds."""
     tasks, keys, resumed = [], {}, 0
-    for sub in subs:
-        for notebook, path in list(sub.files.items()):
+    order = {notebook: i for i, notebook in enumerate(masters)}
+    for sub in subs:  # in course order, as the workers' kernels started ahead expect
+        for notebook, path in sorted(sub.files.items(), key=lambda item: order[item[0]]):
             master = masters[notebook]
             try:
                 content = read_file(path, limit)

@@ -37,7 +37,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -378,22 +378,29 @@ def hidden_helpers(notebook: str | None) -> list[str]:
     return hidden
 
 
-def following(notebook: str | None) -> str | None:
-    """The course notebook after `notebook` (the first after the last, or with None)."""
+def following(notebook: str | None, order: Sequence[str] = ()) -> str | None:
+    """The notebook after `notebook` in `order` (the notebooks being graded, in course order;
+    all of the course's by default): the first after the last, or with None."""
     from autograder.contract import CONTRACT
 
-    order = list(CONTRACT)
+    order = list(order or CONTRACT)
     if notebook not in order:
         return order[0] if order else None
     return order[(order.index(notebook) + 1) % len(order)]
 
 
-def guess_next(previous: str | None, current: str | None) -> str | None:
-    """The notebook a jail started ahead of need is made for: the course's next one while
-    notebooks come in course order (whole submissions), else `current` again (a class that
-    hands in one assignment)."""
-    if current is None:
-        return following(None)
-    if previous is None or following(previous) == current:
-        return following(current)
-    return current
+def guess_next(previous: str | None, current: str | None, order: Sequence[str] = ()) -> str | None:
+    """The notebook a jail started ahead of need is made for: one step further in `order`
+    (cyclic) by the step from `previous` to `current`. Whole submissions graded one notebook
+    after another give the next notebook; two workers taking turns, every second one; a
+    class that hands in one assignment, `current` again; notebooks in reverse, the one before."""
+    from autograder.contract import CONTRACT
+
+    order = list(order or CONTRACT)
+    if current not in order:
+        return following(None, order)
+    if previous not in order:
+        return following(current, order)
+    here = order.index(current)
+    step = (here - order.index(previous)) % len(order)
+    return order[(here + step) % len(order)]

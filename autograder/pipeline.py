@@ -83,8 +83,11 @@ class Runtime:
         self.scratch = Path(tempfile.mkdtemp(prefix="autograder-"))
         jail_ = make_jail(jail)
         os.environ["MPLBACKEND"] = "Agg"
-        self.runner = KernelRunner(jail=jail_)  # the first kernel boots from here on
-        self.sandbox = Sandbox(limits.cell_timeout, limits.memory_bytes, self.scratch, jail=jail_)
+        order = tuple(self.masters)  # the notebooks being graded: what comes next is among them
+        self.runner = KernelRunner(jail=jail_, order=order)  # the first kernel boots from here on
+        self.sandbox = Sandbox(
+            limits.cell_timeout, limits.memory_bytes, self.scratch, jail=jail_, order=order
+        )
         self.sandbox.start()
         for notebook in self.masters:  # the checks are in memory before any student code runs
             notebook_specs(notebook)

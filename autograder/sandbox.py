@@ -140,12 +140,20 @@ class Sandbox:
     """The probes of one grading worker: jailed servers, or a forkserver without a jail."""
 
     def __init__(
-        self, cell_timeout: float, memory_bytes: int, scratch: Path, jail: Any = None
+        self,
+        cell_timeout: float,
+        memory_bytes: int,
+        scratch: Path,
+        jail: Any = None,
+        order: tuple[str, ...] = (),
     ) -> None:
+        """`order`: the notebooks being graded, in course order (all by default): servers
+        started ahead are made for the notebook likely next in it."""
         self.cell_timeout = float(cell_timeout)
         self.memory_bytes = int(memory_bytes)
         self.scratch = scratch
         self.jail = jail
+        self.order = order
         self._ctx = multiprocessing.get_context("forkserver")
         self._current: Any = None  # forked child, or jailed server
         self._spare: ProbeServer | None = None
@@ -158,7 +166,7 @@ class Sandbox:
         if self.jail is not None:
             from autograder.jail import following
 
-            self._prepare(following(None))
+            self._prepare(following(None, self.order))
             return
         from multiprocessing import forkserver
 
@@ -199,7 +207,7 @@ class Sandbox:
             spare = None
         self.scratch.mkdir(parents=True, exist_ok=True)
         self._current = spare or ProbeServer(self.jail, notebook, self.scratch)
-        self._prepare(guess_next(self._last, notebook))
+        self._prepare(guess_next(self._last, notebook, self.order))
         self._last = notebook
 
     def end(self) -> None:
