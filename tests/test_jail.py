@@ -411,23 +411,30 @@ def test_hidden_helpers_are_absent_and_the_rest_imports(tmp_path: Path, monkeypa
     ]
 
 
+def spawn_sleepers(at_most: int, then: str) -> str:
+    """Code that starts up to `at_most` sleeping processes (fewer when its limit stops it),
+    prints how many, then runs `then`."""
+    return (
+        "import subprocess, time\n"
+        "procs = []\n"
+        "try:\n"
+        f"    while len(procs) < {at_most}:\n"
+        "        procs.append(subprocess.Popen(['sleep', '30']))\n"
+        "except OSError:\n"
+        "    pass\n"
+        "print(len(procs), flush=True)\n"
+        f"{then}\n"
+    )
+
+
+KILL_THEM = "for p in procs:\n    p.kill()"
+
+
 def test_a_fork_bomb_stops_at_the_process_limit(tmp_path: Path) -> None:
     import dataclasses
 
     jail = dataclasses.replace(Jail.from_settings(), processes=40)
-    code = (
-        "import subprocess\n"
-        "procs = []\n"
-        "try:\n"
-        "    while len(procs) < 400:\n"
-        "        procs.append(subprocess.Popen(['sleep', '30']))\n"
-        "except OSError:\n"
-        "    pass\n"
-        "print(len(procs))\n"
-        "for p in procs:\n"
-        "    p.kill()\n"
-    )
-    assert 0 < int(jailed_python(jail, code, tmp_path, [])) < 40
+    assert 0 < int(jailed_python(jail, spawn_sleepers(400, KILL_THEM), tmp_path, [])) < 40
 
 
 def test_a_fork_bomb_leaves_a_neighbouring_jail_its_processes(tmp_path: Path) -> None:
@@ -436,29 +443,7 @@ def test_a_fork_bomb_leaves_a_neighbouring_jail_its_processes(tmp_path: Path) ->
     import dataclasses
 
     jail = dataclasses.replace(Jail.from_settings(), processes=40)
-    hog = (
-        "import subprocess, time\n"
-        "procs = []\n"
-        "try:\n"
-        "    while len(procs) < 400:\n"
-        "        procs.append(subprocess.Popen(['sleep', '30']))\n"
-        "except OSError:\n"
-        "    pass\n"
-        "print(len(procs), flush=True)\n"
-        "time.sleep(30)\n"
-    )
-    neighbour = (
-        "import subprocess\n"
-        "procs = []\n"
-        "try:\n"
-        "    while len(procs) < 20:\n"
-        "        procs.append(subprocess.Popen(['sleep', '30']))\n"
-        "except OSError:\n"
-        "    pass\n"
-        "print(len(procs))\n"
-        "for p in procs:\n"
-        "    p.kill()\n"
-    )
+    hog, neighbour = spawn_sleepers(400, "time.sleep(30)"), spawn_sleepers(20, KILL_THEM)
     (tmp_path / "hog").mkdir()
     (tmp_path / "neighbour").mkdir()
     launch = jail.launch([jail.python, "-c", hog], tmp_path / "hog", probes=True)
