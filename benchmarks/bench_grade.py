@@ -6,12 +6,13 @@
     `python -m autograder grade`, against executing the same solution notebooks bare with
     nbclient in one process; the ratio (goal <= 1.0, jail on).
 (b) a class of --class-size submissions graded with --jobs 1 and --jobs 2; the ratio
-    (goal <= 0.6 on 2 cores).
+    (goal <= 0.6 on 2 cores), and the core-seconds the machine was busy with --jobs 1.
 (c) the same class through a `dask scheduler` and two `dask worker` processes on loopback
     (`--scheduler`); the cluster is started before the clock and stopped after it.
-Then what a class of 1,000 students costs per core, from (b). Every side is timed as a whole
-subprocess, interpreter start included, with NBGRADER_EXECUTION=autograde (the notebooks'
-shorter training runs) on both sides. Set $TINYSHAKESPEARE when the notebooks need the data.
+Then what a class of 1,000 students costs, in worker hours and core-hours, from (b). Every
+side is timed as a whole subprocess, interpreter start included, with
+NBGRADER_EXECUTION=autograde (the notebooks' shorter training runs) on both sides. Set
+$TINYSHAKESPEARE when the notebooks need the data.
 """
 
 from __future__ import annotations
@@ -45,9 +46,23 @@ DASK = Path(sys.executable).parent / "dask"
 STUDENTS = 1000
 
 
+def busy_seconds() -> float:
+    """CPU seconds the whole machine has been busy (all cores), from /proc/stat; 0 elsewhere."""
+    try:
+        fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+    except OSError:
+        return 0.0
+    user, nice, system, _idle, _iowait, irq, softirq = (int(f) for f in fields[:7])
+    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
+
+
+LAST_BUSY = [0.0]  # core-seconds the machine was busy during the last `timed` command
+
+
 def timed(cmd: list[str], cwd: Path) -> float:
-    start = time.perf_counter()
+    start, busy = time.perf_counter(), busy_seconds()
     subprocess.run(cmd, cwd=cwd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    LAST_BUSY[0] = busy_seconds() - busy
     return time.perf_counter() - start
 
 
@@ -103,22 +118,24 @@ def single(work: Path, notebooks: list[str], jail: list[str]) -> None:
 def klass(work: Path, notebooks: list[str], size: int, jail: list[str]) -> None:
     make_class(work / "class", notebooks, size)
     one = grade(work / "class", work / "out-j1", ["--jobs", "1", *jail])
+    cpu_one = LAST_BUSY[0]
     two = grade(work / "class", work / "out-j2", ["--jobs", "2", *jail])
     print(f"(b) class of {size}: --jobs 1 {one:.1f} s, --jobs 2 {two:.1f} s, "
           f"ratio {two / one:.2f} (goal <= 0.6 on 2 cores)")  # fmt: skip
+    print(f"    --jobs 1 kept the machine busy {cpu_one:.0f} core-seconds: "
+          f"{cpu_one / size:.0f} a student, {cpu_one / one:.2f} cores on average")  # fmt: skip
     with loopback_cluster(work, 2) as address:
         time.sleep(5)  # the workers connect and load their runtimes
         dask = grade(work / "class", work / "out-dask", ["--scheduler", address, *jail])
     print(f"(c) class of {size} on `dask scheduler` + 2 `dask worker` (loopback): {dask:.1f} s, "
           f"ratio to --jobs 1 {dask / one:.2f}")  # fmt: skip
-    per_student = one / size  # seconds of one core per student, start-up shared by the class
-    core_hours = STUDENTS * per_student / 3600
-    efficiency = one / (2 * two)  # of two workers on two cores, from (b)
+    per_student = one / size  # seconds of one worker per student, start-up shared by the class
+    core_seconds = cpu_one / size if cpu_one else per_student  # of the whole machine
     print(
-        f"1,000 students x {len(notebooks)} notebooks: {per_student:.1f} s of one core each = "
-        f"{core_hours:.1f} core-hours; {core_hours / (2 * efficiency):.1f} h on 2 cores, "
-        f"{core_hours / (32 * efficiency):.2f} h on 32 cores at (b)'s efficiency "
-        f"({100 * efficiency:.0f}%)"
+        f"1,000 students x {len(notebooks)} notebooks: {per_student:.1f} s of one worker and "
+        f"{core_seconds:.0f} core-seconds each = {STUDENTS * per_student / 3600:.1f} h on one "
+        f"worker, {STUDENTS * core_seconds / 3600:.1f} core-hours in all "
+        f"({STUDENTS * core_seconds / 3600 / 32:.2f} h on 32 cores, if they are kept as busy)"
     )
 
 
