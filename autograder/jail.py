@@ -21,13 +21,17 @@ children) starts as `bwrap ... -- <argv>` from `Jail.launch`. Inside it has:
 - one read-write folder shared with the grader (`shared`, bound at its own path): the
   kernel's sockets, the probes' inputs and results. The host bounds its size (see the
   watchdogs) and reads nothing from it without checking (no symlinks, size limits);
-- an environment of exactly `environment()`: nothing of the grader's (secrets, tokens,
-  JPY_PARENT_PID) crosses;
+- an environment of exactly `environment()`: a dozen fixed variables, and of the grader's
+  only the thread counts, locale and time zone of `PASSED_ON` (secrets, tokens and
+  JPY_PARENT_PID never cross);
 - rlimits set before bwrap starts (processes, file size, core dumps), binding inside because
   the jailed uid has no CAP_SYS_RESOURCE.
 
 Not in it: the project (solutions/, autograder/ and its checks and references, tests/), OUT,
 the submissions, other students' files and processes, the grader's home and environment.
+
+`Jail.selftest` starts one jail as student code is started, running nothing, so that a
+machine where bwrap is installed but cannot make its namespaces is refused before grading.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -50,7 +55,13 @@ NOBODY = 65534
 SHM_BYTES = 16 * 2**20  # /dev/shm: POSIX semaphores and the like, not a second scratch
 INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
 _ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "fonts", "nsswitch.conf")
-_PASSED_ON = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "LANG", "LC_ALL", "TZ")
+PASSED_ON = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "LANG", "LC_ALL", "TZ")  # when set here
+CANNOT_START = (
+    "allow unprivileged user namespaces (sysctl -w kernel.unprivileged_userns_clone=1 "
+    "user.max_user_namespaces=15000; on Ubuntu also "
+    "kernel.apparmor_restrict_unprivileged_userns=0), or grade with --no-jail (unsafe)"
+)
+_STARTED: set[tuple[str, str]] = set()  # (bwrap, python) that started a jail in this process
 
 
 class JailUnavailable(RuntimeError):
@@ -125,7 +136,7 @@ class Jail:
         if data_path is not None and not data_path.is_file():
             data_path = None
         course = ROOT / "attention_course"
-        return cls(
+        jail = cls(
             bwrap=bwrap,
             python_prefix=Path(sys.base_prefix).resolve(),
             venv=Path(sys.prefix).resolve(),
@@ -135,11 +146,33 @@ class Jail:
             scratch_bytes=scratch_mb * 2**20,
             processes=processes,
         )
+        if (jail.bwrap, jail.python) not in _STARTED:
+            jail.selftest()
+            _STARTED.add((jail.bwrap, jail.python))
+        return jail
 
     @property
     def python(self) -> str:
         """The interpreter to run inside: the venv's (its packages, Python's prefix)."""
         return str(self.venv / "bin" / "python")
+
+    def selftest(self, timeout: float = 30.0) -> None:
+        """Start one jail as student code is started (its namespaces, mounts and Python),
+        running nothing; raise JailUnavailable, one line of why and what to do, if it fails."""
+        with tempfile.TemporaryDirectory(prefix="jailcheck-") as folder:
+            try:
+                launch = self.launch([self.python, "-c", ""], Path(folder))
+            except JailUnavailable as err:
+                why = str(err)
+            else:
+                try:
+                    why = _failure(launch, timeout)
+                finally:
+                    launch.close()
+        if why:
+            raise JailUnavailable(
+                f"bwrap is installed but cannot start a jail ({why}): {CANNOT_START}"
+            )
 
     # ---- the command line ---------------------------------------------------------------
 
@@ -161,7 +194,7 @@ class Jail:
         }
         if self.data is not None:
             env["TINYSHAKESPEARE"] = f"{DATA}/{self.data.name}"
-        env.update({k: os.environ[k] for k in _PASSED_ON if k in os.environ})
+        env.update({k: os.environ[k] for k in PASSED_ON if k in os.environ})
         env.update(self.extra_env)
         env.update(extra)
         return env
@@ -276,6 +309,20 @@ class Jail:
             args += [option, source, dest]
         args += ["--remount-ro", "/"]
         return args
+
+
+def _failure(launch: Launch, timeout: float) -> str:
+    """Why `launch` did not run to exit code 0 (its last line of stderr), or ""."""
+    try:
+        done = subprocess.run(
+            launch.argv, pass_fds=launch.pass_fds, capture_output=True, timeout=timeout
+        )
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return type(err).__name__
+    if done.returncode == 0:
+        return ""
+    lines = done.stderr.decode(errors="replace").strip().splitlines()
+    return lines[-1].strip()[:200] if lines else f"exit code {done.returncode}"
 
 
 def _hidden_paths(hidden: Iterable[str]) -> tuple[set[str], set[str]]:
