@@ -6,7 +6,8 @@ the cell. Below it, the graded notebook as nbconvert renders it with the course'
 (templates/nbconvert/feedback: the lab page without any script). Before rendering, each test
 cell's output is replaced by the trusted report, hidden tests are cleared (nbgrader's
 ClearHiddenTests), long sources and outputs are cut with a note (rendering stays inside the
-notebook's time budget), and everything that came from student code is sanitised with
+notebook's time budget), widgets are dropped (their state and views are scripts; a view keeps
+its text stand-in), and everything that came from student code is sanitised with
 nbconvert's SanitizeHTML (bleach): no script, no event handler, no iframe, no javascript:
 URL. A Content-Security-Policy meta tag forbids scripts and remote loads as a second wall, and
 a page in which a check still finds active content is replaced by the summary alone.
@@ -42,6 +43,10 @@ CSP = (
     "form-action 'none'; base-uri 'none'"
 )
 HIDDEN_MARKERS = ("BEGIN HIDDEN TESTS", "END HIDDEN TESTS", "grade_in_notebook")
+WIDGET_MIMES = (
+    "application/vnd.jupyter.widget-view+json",
+    "application/vnd.jupyter.widget-state+json",
+)
 IMAGE_LIMIT = 2 * 2**20  # characters of one base64 image kept on the page
 
 
@@ -125,6 +130,7 @@ def prepare_notebook(
     """Test cells show the trusted report; hidden tests cleared; sizes bounded; sanitised."""
     limits = limits or Limits()
     nb = copy.deepcopy(nb)
+    nb.metadata.pop("widgets", None)  # nbconvert would write the widget state as a <script>
     clear = ClearHiddenTests(enforce_metadata=False)
     prefix = test_cell_id("")
     for index, cell in enumerate(nb.cells):
@@ -136,11 +142,22 @@ def prepare_notebook(
             clear.preprocess_cell(cell, {}, index)
             if any(marker in cell.source for marker in HIDDEN_MARKERS):  # never show them
                 cell.source = "# (hidden tests)"
+        _without_widgets(cell)
         _bound(cell, limits)
         _markdown_as_html(cell)
     nb, _ = LimitOutput(max_lines=200, max_traceback=40).preprocess(nb, {})
     nb, _ = SanitizeHTML(strip=True).preprocess(nb, {})
     return nb
+
+
+def _without_widgets(cell: NotebookNode) -> None:
+    """A widget's view is a <script> on the page: keep its text/plain stand-in only."""
+    for output in cell.get("outputs", []):
+        data = output.get("data", {})
+        if any(mime in data for mime in WIDGET_MIMES):
+            for mime in WIDGET_MIMES:
+                data.pop(mime, None)
+            data.setdefault("text/plain", "[an interactive widget: run the notebook to use it]")
 
 
 def _cut(text: str, limit: int, what: str) -> str:

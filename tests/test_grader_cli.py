@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import copy
 import csv
+import html
 import io
 import json
 import os
+import re
 import stat
 import zipfile
 from pathlib import Path
 
+import nbformat
 import pytest
+from nbformat.v4 import new_output
 
 from autograder.checks.base import CellResult, Check
 from autograder.cli import _delegate, main
@@ -23,6 +28,7 @@ from autograder.discover import (
     select_notebooks,
 )
 from autograder.examples import correct, course_notebooks, dump, release
+from autograder.feedback import active_content, page, prepare_notebook
 from autograder.grade import submission_key
 from autograder.grades import CellGrade, NotebookGrade
 from autograder.outdir import state_path
@@ -240,6 +246,36 @@ def gradebook(out: Path, masters: dict, gid: str) -> None:
         full = sum(masters[FIRST].graded.values())
         assert ann.score == full and not ann.flagged
         assert ben.score == full - masters[FIRST].graded[gid] and ben.flagged
+
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+
+
+def with_widgets(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """03 as its kernel leaves it: the explorer's view in the cell's output and the widgets'
+    state in the notebook's metadata, in the shapes nbclient writes them."""
+    nb = copy.deepcopy(nb)
+    cell = next(c for c in nb.cells if c.cell_type == "code" and "explorer(" in c.source)
+    view = {"version_major": 2, "version_minor": 0, "model_id": "m1"}
+    cell.outputs = [new_output("display_data", {"text/plain": "VBox(...)", WIDGET_VIEW: view})]
+    model = {"model_name": "VBoxModel", "model_module": "@jupyter-widgets/controls", "state": {}}
+    state = {"state": {"m1": model}, "version_major": 2, "version_minor": 0}
+    nb.metadata["widgets"] = {WIDGET_STATE: state}
+    return nb
+
+
+def test_a_notebook_with_widgets_is_shown_without_any_script() -> None:
+    notebook = "03_mask_then_softmax.ipynb"
+    master = load_masters(notebooks=(notebook,))[notebook]
+    grade = graded("ann", notebook, "k", "ok", {})
+    text = page(grade, prepare_notebook(with_widgets(master.nb), {}))
+    assert "not shown" not in text and 'class="rule"' in text, "the notebook must be shown"
+    words = html.unescape(re.sub(r"<[^>]+>", "", text))
+    assert "explorer(scores[0]" in words and "VBox(...)" in words
+    assert "<script" not in text.lower() and not active_content(text)
+    assert WIDGET_STATE not in text and WIDGET_VIEW not in text
+    assert 'http-equiv="Content-Security-Policy"' in text
 
 
 def test_only_the_chosen_notebooks_count(tmp_path: Path) -> None:
