@@ -19,7 +19,7 @@ STATUSES = ("ok", "missing", "unanswered", "invalid", "timeout", "error")
 MANUAL_STATES = ("waiting", "unanswered")
 
 STATUS_WORDS = {
-    "ok": "Your notebook ran from top to bottom.",
+    "ok": "Your notebook ran to the end{cells}.",
     "unanswered": (
         "Every answer cell still holds the empty stub it was handed out with: nothing was "
         "answered yet, so nothing could earn points."
@@ -38,6 +38,14 @@ STATUS_WORDS = {
     ),
     "missing": "This notebook was not submitted.",
 }
+
+
+RAISED = "the answer cell raised"  # the start of a problem: the cell ran and raised (checks/)
+NOT_ANSWERED = "not answered yet"  # the start of a problem: the cell still holds its stub
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"1 answer cell {one}" if n == 1 else f"{n} answer cells {many}"
 
 
 def round_points(x: float) -> float:
@@ -144,7 +152,22 @@ class NotebookGrade:
 
     def words(self) -> str:
         """The status in a sentence a student understands."""
-        return STATUS_WORDS[self.status].format(detail=self.detail or "no detail")
+        return STATUS_WORDS[self.status].format(
+            detail=self.detail or "no detail", cells=self._cells_words()
+        )
+
+    def _cells_words(self) -> str:
+        """How the answer cells went, when some raised or are not answered yet ("" if none)."""
+        problems = [c.result.problem for c in self.cells if c.result and c.result.problem]
+        raised = sum(p.startswith(RAISED) for p in problems)
+        unanswered = sum(p.startswith(NOT_ANSWERED) for p in problems)
+        unanswered += sum(c.manual and c.state == "unanswered" for c in self.cells)
+        parts = []
+        if raised:
+            parts.append(_count(raised, "raised an error", "raised an error"))
+        if unanswered:
+            parts.append(_count(unanswered, "is not answered yet", "are not answered yet"))
+        return f", but {' and '.join(parts)} (see below)" if parts else ""
 
     def to_json(self) -> dict[str, Any]:
         return {

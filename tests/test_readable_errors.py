@@ -1,7 +1,9 @@
 """Things that are not the student's fault read as one line in a kernel, not a traceback.
 
 The cells run in a real IPython kernel (nbclient), where `CourseError._render_traceback_`
-decides what the student sees: a missing data set and a missing GPU.
+decides what the student sees: a missing data set and a missing GPU. And the grader's words
+for answers that raised: a cell calling an earlier stub names that stub, and the feedback's
+status says how many answer cells raised or are not answered yet.
 """
 
 from __future__ import annotations
@@ -13,6 +15,11 @@ from pathlib import Path
 import pytest
 from nbclient import NotebookClient
 from nbformat.v4 import new_code_cell, new_notebook
+
+from autograder.checks.base import CellResult, Check
+from autograder.grades import CellGrade, NotebookGrade
+from autograder.probe.child import answer_label
+from autograder.probe.plain import error_text
 
 ROOT = Path(__file__).resolve().parents[1]
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -106,3 +113,59 @@ def test_a_students_own_error_keeps_its_traceback(tmp_path: Path) -> None:
     ename, lines = the_error(outputs)
     assert ename == "IndexError"
     assert len(lines) > 1 and any("x[5]" in line for line in lines), lines
+
+
+# ---- the grader's words for answer cells that raised -----------------------------------------
+
+
+def _raised_by(cells: dict[str, str], call: str) -> BaseException:
+    """Run answer cells as the probe does (compiled under their labels), then `call`."""
+    ns: dict = {}
+    try:
+        for gid, src in cells.items():
+            exec(compile(src, answer_label(gid), "exec"), ns)  # noqa: S102
+        exec(compile(call, "<probe>", "exec"), ns)  # noqa: S102
+    except Exception as err:  # noqa: BLE001 - the error is what is tested
+        return err
+    raise AssertionError(f"{call} did not raise")
+
+
+def test_an_earlier_stub_is_named_not_an_empty_message() -> None:
+    stub = "def affinities(x, key, query):\n    raise NotImplementedError()"
+    caller = "def attend(x):\n    return affinities(x, None, None).softmax(-1)"
+    text = error_text(_raised_by({"affinities": stub, "attend": caller}, "attend(1)"))
+    assert text == (
+        "NotImplementedError from `affinities` of answer cell affinities: not answered yet "
+        "(the stub)"
+    ), text
+    module_stub = error_text(_raised_by({"masked": "raise NotImplementedError"}, "pass"))
+    assert module_stub == "NotImplementedError in answer cell masked: not answered yet (the stub)"
+    assert error_text(NotImplementedError("use a mask")) == "NotImplementedError: use a mask"
+    assert error_text(KeyError()) == "KeyError", "no colon with nothing after it"
+
+
+def _cell(gid: str, problem: str = "") -> CellGrade:
+    result = CellResult(gid, [Check("c", 1.0, 0.0 if problem else 1.0)], [], problem)
+    return CellGrade.judged(result, 1.0, gid)
+
+
+def test_status_ok_says_which_answer_cells_raised_or_are_not_answered() -> None:
+    cells = [
+        _cell("a"),
+        _cell("b", "the answer cell raised NotImplementedError from `f` of answer cell a: ..."),
+        _cell("c", "the answer cell raised ValueError: bad shape"),
+        _cell("d", "not answered yet: the cell still holds `raise NotImplementedError()`"),
+        CellGrade("why", 1.0, 0.0, None, "why", True, "unanswered"),
+    ]
+    grade = NotebookGrade("ann", "02_queries_and_keys.ipynb", "ok", cells=cells)
+    assert grade.words() == (
+        "Your notebook ran to the end, but 2 answer cells raised an error and 2 answer cells "
+        "are not answered yet (see below)."
+    )
+    grade.cells = [_cell("a"), cells[1]]
+    assert (
+        grade.words() == "Your notebook ran to the end, but 1 answer cell raised an error "
+        "(see below)."
+    )
+    grade.cells = [_cell("a")]
+    assert grade.words() == "Your notebook ran to the end."

@@ -13,6 +13,7 @@ import torch
 
 ERROR_SUFFIX = "!"  # observed[key + "!"] holds the error text when computing observed[key] failed
 MAX_DEPTH = 6
+ANSWER_LABEL = "<answer "  # the file name an answer cell's code is compiled with (child.py)
 
 
 def attempt(observed: dict[str, Any], key: str, fn: Callable[[], Any]) -> Any:
@@ -35,10 +36,30 @@ def attempt(observed: dict[str, Any], key: str, fn: Callable[[], Any]) -> Any:
 def error_text(err: BaseException) -> str:
     """One line naming the exception, at most 300 characters."""
     try:
-        text = f"{type(err).__name__}: {err}"
+        message = str(err)
     except Exception:  # a student's exception may fail to print
-        text = type(err).__name__
+        message = ""
+    if isinstance(err, NotImplementedError) and not message.strip():
+        text = f"NotImplementedError {stub_origin(err)}"
+    else:
+        text = f"{type(err).__name__}: {message}" if message else type(err).__name__
     return text if len(text) <= 300 else text[:297] + "..."
+
+
+def stub_origin(err: BaseException) -> str:
+    """Where a bare NotImplementedError came from: a stub, an answer not written yet."""
+    code = None
+    tb = err.__traceback__
+    while tb is not None:  # the innermost frame of an answer cell's code
+        if tb.tb_frame.f_code.co_filename.startswith(ANSWER_LABEL):
+            code = tb.tb_frame.f_code
+        tb = tb.tb_next
+    if code is None:
+        return "from code not answered yet (a stub)"
+    cell = code.co_filename.removeprefix(ANSWER_LABEL).removesuffix(">")
+    if code.co_name == "<module>":
+        return f"in answer cell {cell}: not answered yet (the stub)"
+    return f"from `{code.co_name}` of answer cell {cell}: not answered yet (the stub)"
 
 
 def to_plain(value: Any, depth: int = 0) -> Any:
