@@ -180,6 +180,7 @@ class Jail:
         """The whole environment inside: nothing else of the grader's crosses."""
         env = {
             "HOME": SCRATCH,
+            "PWD": SCRATCH,
             "USER": "student",
             "LOGNAME": "student",
             "PATH": f"{self.venv}/bin:/usr/bin:/bin",

@@ -14,6 +14,7 @@ import os
 import secrets
 import socket
 import subprocess
+import sys
 import sysconfig
 import textwrap
 import time
@@ -57,7 +58,15 @@ def host(tmp_path_factory: pytest.TempPathFactory) -> Any:
     listener.listen()
     sleeper = subprocess.Popen(["sleep", "300"])
     os.environ[SECRET_VAR] = SECRET
+    out = tmp_path_factory.mktemp("out")  # what OUT holds: grades and the states' key
+    (out / "grades.csv").write_text("student,notebook,score,max_score,status\n")
+    (out / ".state").mkdir()
+    (out / ".state" / "key").write_bytes(secrets.token_bytes(32))
+    home = Path.home() / f".grader-test-{TOKEN}"
+    home.write_text(f"the instructor's file {TOKEN}")
     state = {
+        "out": str(out),
+        "home": str(home),
         "victim": str(victim),
         "port": listener.getsockname()[1],
         "sleep_pid": sleeper.pid,
@@ -66,6 +75,7 @@ def host(tmp_path_factory: pytest.TempPathFactory) -> Any:
         "sleeper": sleeper,
     }
     yield state
+    home.unlink()
     os.environ.pop(SECRET_VAR, None)
     sleeper.kill()
     sleeper.wait()
@@ -87,6 +97,12 @@ def attacks(host: Any) -> dict[str, str]:
     return {
         "read the solutions": f"return len(open({host['solutions']!r}).read()) > 0",
         "read another student's file": f"return {TOKEN!r} in open({host['victim']!r}).read()",
+        "read or write OUT": read_or_write(
+            f"{host['out']}/.state/key", f"{host['out']}/grades.csv"
+        ),
+        "read or write the instructor's home": read_or_write(
+            host["home"], f"{Path(host['home']).parent}/.written-{TOKEN}"
+        ),
         "import the grader's checks": "import autograder.checks\nreturn True",
         "edit a module of the grader": (
             f"open({str(ROOT / 'autograder' / 'grade.py')!r}, 'a').write('# x\\n')\nreturn True"
@@ -137,6 +153,23 @@ def attacks(host: Any) -> dict[str, str]:
             "return libc.unshare(0x10000000) == 0 or libc.setuid(0) == 0"
         ),
     }
+
+
+def read_or_write(read: str, write: str) -> str:
+    """An attack body: True when `read` can be read or `write` can be written."""
+    return (
+        "got = False\n"
+        "try:\n"
+        f"    got |= len(open({read!r}, 'rb').read()) > 0\n"
+        "except OSError:\n"
+        "    pass\n"
+        "try:\n"
+        f"    open({write!r}, 'a').write('x')\n"
+        "    got = True\n"
+        "except OSError:\n"
+        "    pass\n"
+        "return got"
+    )
 
 
 def attack_cell(body: str) -> str:
@@ -192,14 +225,20 @@ def test_the_kernel_cannot(attack: str, kernel_verdicts: dict[str, str]) -> None
     assert kernel_verdicts[attack].startswith("blocked"), kernel_verdicts[attack]
 
 
-def test_the_kernel_sees_only_its_view(runner: KernelRunner) -> None:
+def test_the_kernel_sees_only_its_view_without_privileges(runner: KernelRunner) -> None:
     cell = (
         "import os\n"
         f"print(sorted(os.listdir({str(ROOT)!r})))\n"
         "print(os.getuid() != 0, 'JPY_PARENT_PID' in os.environ, os.environ['HOME'])\n"
+        "status = dict(line.split(':', 1) for line in open('/proc/self/status'))\n"
+        "print(status['CapEff'].strip(), status['NoNewPrivs'].strip())\n"
     )
     done = run(runner, cell, HONEST)
-    assert text(done.notebook.cells[0]).splitlines() == ["['.venv']", "True False /tmp"]
+    assert text(done.notebook.cells[0]).splitlines() == [
+        "['.venv']",
+        "True False /tmp",
+        "0000000000000000 1",
+    ]
     assert "honest 6.0" in text(done.notebook.cells[1])
 
 
@@ -359,6 +398,8 @@ def test_nothing_outside_the_jails_changed(
     assert fingerprint() == host["fingerprint"]
     assert host["sleeper"].poll() is None  # the host's process is alive
     assert not Path(f"/tmp/big-{TOKEN}").exists() and not Path(f"/tmp/up-{TOKEN}").exists()
+    assert not (Path.home() / f".written-{TOKEN}").exists()
+    assert (Path(host["out"]) / "grades.csv").read_text().count("\n") == 1
 
 
 def test_missing_bwrap_is_one_line_with_the_install_command(monkeypatch: Any) -> None:
@@ -460,6 +501,164 @@ def test_a_fork_bomb_leaves_a_neighbouring_jail_its_processes(tmp_path: Path) ->
     finally:
         holder.kill()
         holder.wait(10)
+
+
+FACTS = """
+import errno, json, os, resource, socket, sys
+
+def wrote(folder):
+    try:
+        open(os.path.join(folder, ".written"), "w").close()
+        return "written"
+    except OSError as err:
+        return errno.errorcode[err.errno]
+
+def size(path):
+    info = os.statvfs(path)
+    return info.f_blocks * info.f_frsize
+
+try:
+    socket.sethostname("changed")
+    renamed = "renamed"
+except OSError as err:
+    renamed = errno.errorcode[err.errno]
+status = dict(line.split(":", 1) for line in open("/proc/self/status"))
+limits = {n: resource.getrlimit(getattr(resource, f"RLIMIT_{n}")) for n in LIMITS}
+print(json.dumps({
+    "uid": os.getuid(),
+    "status": {k: v.strip() for k, v in status.items() if k.startswith(("Cap", "NoNewPrivs"))},
+    "namespaces": {n: os.readlink("/proc/self/ns/" + n) for n in NAMESPACES},
+    "hostname": [socket.gethostname(), renamed],
+    "interfaces": [name for _, name in socket.if_nameindex()],
+    "sizes": [size("/tmp"), size("/dev/shm")],
+    "limits": limits,
+    "listed": {folder: sorted(os.listdir(folder)) for folder in ("/", "/etc")},
+    "writes": {folder: wrote(folder) for folder in sys.argv[1:]},
+    "environment": dict(os.environ),
+}))
+"""
+NAMESPACES = ("user", "mnt", "pid", "net", "ipc", "uts")
+LIMITS = ("FSIZE", "NPROC", "CORE")
+FIXED_ENVIRONMENT = {  # README: what a jail's environment holds besides jail.PASSED_ON
+    "HOME", "PWD", "USER", "LOGNAME", "PATH", "LANG", "PYTHONPATH", "PYTHONNOUSERSITE",
+    "PYTHONDONTWRITEBYTECODE", "MPLBACKEND", "MPLCONFIGDIR", "NBGRADER_EXECUTION",
+    "PYDEVD_DISABLE_FILE_VALIDATION", "TINYSHAKESPEARE",
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def facts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """What a process in a probe's jail reports of itself, run with OMP_NUM_THREADS and TZ
+    set in the grader's environment (passed on) and a secret (not)."""
+    import json
+
+    from autograder.jail import DATA, LIB
+
+    jail, shared = Jail.from_settings(), tmp_path_factory.mktemp("facts")
+    folders = ["/", "/usr", "/etc", str(jail.venv), str(jail.python_prefix), LIB, DATA]
+    code = f"NAMESPACES, LIMITS = {NAMESPACES!r}, {LIMITS!r}\n{FACTS}"
+    with pytest.MonkeyPatch.context() as env:
+        for key, value in (("OMP_NUM_THREADS", "3"), ("TZ", "Europe/Paris"), (SECRET_VAR, SECRET)):
+            env.setenv(key, value)
+        launch = jail.launch([jail.python, "-c", code, *folders, "/tmp", str(shared)], shared)
+        expected_env = jail.environment()
+    try:
+        done = subprocess.run(
+            launch.argv, pass_fds=launch.pass_fds, capture_output=True, text=True, timeout=60
+        )
+    finally:
+        launch.close()
+    assert done.returncode == 0, done.stderr
+    return {**json.loads(done.stdout), "jail": jail, "shared": str(shared), "env": expected_env}
+
+
+def test_a_jail_runs_unprivileged_in_its_own_namespaces(facts: dict[str, Any]) -> None:
+    import socket
+
+    from autograder.jail import NOBODY
+
+    assert facts["uid"] == NOBODY
+    status = facts["status"]
+    assert status["NoNewPrivs"] == "1"
+    for cap in ("CapInh", "CapPrm", "CapEff", "CapAmb"):
+        assert int(status[cap], 16) == 0, (cap, status)
+    for name in NAMESPACES:
+        assert facts["namespaces"][name] != os.readlink(f"/proc/self/ns/{name}"), name
+    assert facts["hostname"] == ["jail", "EPERM"] and socket.gethostname() != "changed"
+    assert facts["interfaces"] == ["lo"]
+
+
+def test_a_jail_has_the_bounds_the_readme_states(facts: dict[str, Any]) -> None:
+    """64 MiB of /tmp, 16 MiB of /dev/shm, files of at most 64 MiB, 1,024 processes."""
+    assert facts["sizes"] == [64 * 2**20, 16 * 2**20]
+    limits = {k: tuple(v) for k, v in facts["limits"].items()}
+    assert limits == {"FSIZE": (64 * 2**20,) * 2, "NPROC": (1024, 1024), "CORE": (0, 0)}
+
+
+def test_a_jail_sees_a_read_only_view_and_writes_only_its_scratch(facts: dict[str, Any]) -> None:
+    from autograder.jail import _ETC
+
+    jail: Jail = facts["jail"]
+    tops = {Path(p).parts[1] for p in (jail.venv, jail.python_prefix, facts["shared"])}
+    tops |= {
+        t for t in ("bin", "sbin", "lib", "lib32", "lib64", "libx32") if Path(f"/{t}").exists()
+    }
+    assert facts["listed"]["/"] == sorted(tops | {"usr", "etc", "proc", "dev", "tmp", "jail"})
+    assert facts["listed"]["/etc"] == sorted(n for n in _ETC if Path(f"/etc/{n}").exists())
+    writes = facts["writes"]
+    assert writes.pop("/tmp") == writes.pop(facts["shared"]) == "written"
+    assert set(writes.values()) == {"EROFS"}, writes
+    assert (Path(facts["shared"]) / ".written").exists()
+
+
+def test_a_jail_gets_only_the_fixed_environment_and_thread_counts(facts: dict[str, Any]) -> None:
+    from autograder.jail import PASSED_ON
+
+    env = facts["environment"]
+    assert env == facts["env"]
+    assert FIXED_ENVIRONMENT <= set(env) <= FIXED_ENVIRONMENT | set(PASSED_ON)
+    assert env["OMP_NUM_THREADS"] == "3" and env["TZ"] == "Europe/Paris"
+    assert SECRET_VAR not in env and SECRET not in str(env)
+
+
+PARENT = """
+import subprocess, sys
+from pathlib import Path
+from autograder.jail import Jail
+
+jail = Jail.from_settings()
+launch = jail.launch(["sleep", sys.argv[1]], Path(sys.argv[2]))
+subprocess.Popen(launch.argv, pass_fds=launch.pass_fds).wait()
+"""
+
+
+def test_a_jail_dies_with_its_parent(tmp_path: Path) -> None:
+    """The process that started a jail is SIGKILLed: nothing of the jail survives it."""
+    arg = f"{600 + secrets.randbelow(1000)}.{secrets.randbelow(1000)}"
+    parent = subprocess.Popen([sys.executable, "-c", PARENT, arg, str(tmp_path)], cwd=ROOT)
+    try:
+        for _ in range(300):
+            if sleepers(arg) or parent.poll() is not None:
+                break
+            time.sleep(0.05)
+        assert sleepers(arg), "the jailed process never started"
+    finally:
+        parent.kill()
+        parent.wait()
+    for _ in range(100):
+        if not jailed_by(arg):
+            break
+        time.sleep(0.05)
+    assert jailed_by(arg) == []
+
+
+def jailed_by(arg: str) -> list[str]:
+    """Live processes whose command line holds `arg` (the jail and what runs in it)."""
+    found = []
+    for p in psutil.process_iter(["cmdline", "status"]):
+        if arg in (p.info["cmdline"] or []) and p.info["status"] != psutil.STATUS_ZOMBIE:
+            found.append(" ".join(p.info["cmdline"]))
+    return found
 
 
 def test_the_jail_started_ahead_is_for_the_notebook_that_comes_next() -> None:
