@@ -333,3 +333,42 @@ def scan_tree(root: Path, scanner: Scanner) -> list[Leak]:
             found += scanner.code_leaks(stmts) if stmts is not None else []
         leaks += [Leak(rel, "", what, nb) for what, nb in dict.fromkeys(found)]
     return leaks
+
+
+# ---- an earlier answer shown in a later notebook's own cells ----------------------------------
+
+MIN_SHOWN = 10  # AST nodes an expression of an answer needs before a copy of it counts
+
+
+def _expressions(stmts: list[ast.stmt]) -> Iterator[tuple[ast.expr, str]]:
+    """Each distinctive expression in `stmts`, with its canonical form (names kept)."""
+    for node in (n for stmt in stmts for n in ast.walk(stmt)):
+        if isinstance(node, ast.expr) and sum(1 for _ in ast.walk(node)) > MIN_SHOWN:
+            yield node, _dump(node, None)
+
+
+def answer_expressions(solutions: Path, notebook: str) -> dict[str, str]:
+    """Canonical form -> grade_id, for each distinctive expression of `notebook`'s solutions."""
+    nb = nbformat.read(str(solutions / notebook), as_version=4)
+    found: dict[str, str] = {}
+    for cell in (c for c in nb.cells if c.cell_type == "code"):
+        gid = nbgrader_meta(cell).get("grade_id", "?")
+        for region in _REGION["solution"].findall(source(cell)):
+            for _, form in _expressions(parse(region) or []):
+                found.setdefault(form, gid)
+    return found
+
+
+def shown_answers(
+    nb: nbformat.NotebookNode, rel: str, expressions: dict[str, str], shown: str
+) -> Iterator[Leak]:
+    """Each line of `nb`'s code cells that holds an expression of `shown`'s answers."""
+    for i, cell in enumerate(c if c.cell_type == "code" else None for c in nb.cells):
+        lines = source(cell).splitlines() if cell else []
+        seen: set[int] = set()
+        for node, form in _expressions((parse(source(cell)) or []) if cell else []):
+            gid = expressions.get(form)
+            if gid and node.lineno not in seen and node.lineno <= len(lines):
+                seen.add(node.lineno)
+                line = lines[node.lineno - 1].split("#")[0].strip()
+                yield Leak(rel, f"cell {i}", f"`{line}` shows the answer of {gid}", shown)

@@ -112,13 +112,26 @@ def shippable_helpers(released: set[str], still_open: Iterable[str] | None = Non
     ]
 
 
+def shows_open_answers(
+    released: set[str], still_open: Iterable[str] | None = None
+) -> dict[str, str]:
+    """Released notebook -> the earlier notebook whose answers its own cells show (SHOWS), for
+    each one where that earlier notebook (or one before it) is still open."""
+    first_open = min((_order(n) for n in open_notebooks(released, still_open)), default=None)
+    return {
+        name: shown
+        for name in sorted({notebook_name(n) for n in released}, key=_order)
+        if (shown := SHOWS.get(name)) and first_open is not None and _order(shown) >= first_open
+    }
+
+
 def release_problems(released: set[str], still_open: Iterable[str] | None = None) -> list[str]:
     """One line for each released notebook that would give an open notebook's answers away.
 
     Through a helper it needs that the release may not ship, or through its own cells (SHOWS).
     """
     allowed = set(shippable_helpers(released, still_open))
-    first_open = min((_order(n) for n in open_notebooks(released, still_open)), default=None)
+    shows = shows_open_answers(released, still_open)
     problems = []
     for notebook in sorted({notebook_name(n) for n in released}, key=_order):
         for module in NEEDS.get(notebook, ()):
@@ -127,10 +140,9 @@ def release_problems(released: set[str], still_open: Iterable[str] | None = None
                     f"{notebook} needs {module}, which gives away the answers of "
                     f"{REVEALS[module]}: release {notebook} once {REVEALS[module]} is graded"
                 )
-        shown = SHOWS.get(notebook)
-        if shown and first_open is not None and _order(shown) >= first_open:
+        if notebook in shows:
             problems.append(
-                f"{notebook} shows answers of notebooks up to {shown} in its cells: release it "
-                f"once those are graded"
+                f"{notebook} shows answers of notebooks up to {shows[notebook]} in its cells: "
+                f"release it once those are graded"
             )
     return problems

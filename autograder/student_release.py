@@ -9,10 +9,12 @@ cell pip-installs), a student README and Makefile (JupyterLab without nbgrader),
 `.course/release.json`. Nothing of the grader, the solutions or the hidden tests.
 
 `--graded` names the notebooks already graded: only their answers may appear (a later
-notebook's read-only reference of an earlier answer, a helper holding it). The tree is built
-in a scratch folder and scanned (autograder.leaks); any leak refuses the release with what
-and where, and DIR is left as it was. DIR may be empty, new, or an earlier student release
-(its .git is kept, so a release is a commit on the student repository).
+notebook's read-only reference of an earlier answer, a helper holding it). The staging table
+(autograder.staging: which helpers and which notebooks' own cells show whose answers) is
+checked first; then the tree is built in a scratch folder and scanned (autograder.leaks).
+Either refuses the release with what and where, and DIR is left as it was. DIR may be empty,
+new, or an earlier student release (its .git is kept, so a release is a commit on the
+student repository).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from pathlib import Path
 
 import nbformat
 
-from autograder import colab, helpers, leaks
+from autograder import colab, helpers, leaks, staging
 from autograder.contract import CONTRACT
 from autograder.notebook_io import source
 from autograder.paths import ROOT, SOLUTIONS
@@ -112,16 +114,29 @@ def plan(
         code = [source(c) for c in nb.cells if c.cell_type == "code"]
         for rel in helpers.needed(code, PACKAGE):
             needed.setdefault(rel, []).append(name)
-    allowed = helpers.shippable(graded, PACKAGE)
+    result.refused = staging_problems(result, needed)
+    result.helpers = sorted(needed)
+    return result
+
+
+def staging_problems(p: Plan, needed: dict[str, list[str]]) -> list[str]:
+    """What the staging table (autograder.staging) refuses, with the lines a notebook shows, and
+    each helper the notebooks import that holds answers of a notebook not graded yet."""
+    still_open = set(CONTRACT) - p.graded
+    problems = staging.release_problems(set(p.assignments), still_open)
+    for name, shown in staging.shows_open_answers(set(p.assignments), still_open).items():
+        where = leaks.answer_expressions(SOLUTIONS, shown)
+        found = leaks.shown_answers(p.notebooks[name], f"notebooks/{name}", where, shown)
+        problems += [str(leak) for leak in found]
+    allowed = helpers.shippable(p.graded, PACKAGE)
     table = helpers.reveals()
-    result.refused = [
+    problems += [
         f"{helpers.PACKAGE}/{rel} (needed by {', '.join(users)}) holds answers of "
         f"{table.get(rel, 'a notebook not yet graded')}: release it once that one is graded"
         for rel, users in sorted(needed.items())
-        if rel not in allowed
+        if rel not in allowed and not any(f"{helpers.PACKAGE}/{rel}" in line for line in problems)
     ]
-    result.helpers = sorted(needed)
-    return result
+    return problems
 
 
 # ---- writing the tree -----------------------------------------------------------------------
