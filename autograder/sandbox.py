@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import math
 import multiprocessing
 import os
 import pickle
@@ -51,7 +52,8 @@ PRELOAD = [  # what the unjailed forkserver imports once
     "autograder.probe.child",
     *(f"autograder.probe.{name}" for name in PROBES),
 ]
-START_TIMEOUT = 120.0  # seconds a jailed probe server may take to import torch
+START_TIMEOUT = 120.0  # seconds a jailed probe server may take to import torch (or less:
+# never past the notebook's wall budget, `Sandbox.deadline`)
 REPLY_MARGIN = 5.0  # seconds past the cell timeout before the host kills a silent jail
 __all__ = ["ProbeJob", "ProbeOutcome", "Sandbox", "read_observed", "write_observed"]
 
@@ -158,6 +160,7 @@ class Sandbox:
         self._current: Any = None  # forked child, or jailed server
         self._spare: ProbeServer | None = None
         self._last: str | None = None  # the notebook begun before
+        self.deadline = math.inf  # time.monotonic() at which the notebook's budget ends
 
     # ---- servers ---------------------------------------------------------------------------
 
@@ -194,8 +197,10 @@ class Sandbox:
         spare = self._spare
         return spare is None or spare.wait_ready(time.monotonic() + timeout)
 
-    def begin(self, notebook: str) -> None:
-        """A fresh jailed server for `notebook` (one student's), and the next one prepared."""
+    def begin(self, notebook: str, deadline: float = math.inf) -> None:
+        """A fresh jailed server for `notebook` (one student's), and the next one prepared;
+        `deadline` (monotonic): no wait for a server's start goes past it."""
+        self.deadline = deadline
         if self.jail is None:
             return
         from autograder.jail import guess_next
@@ -252,13 +257,14 @@ class Sandbox:
     def _probe_jailed(self, job: ProbeJob, payload: bytes, blob: bytes) -> ProbeOutcome:
         server = self._current
         if not isinstance(server, ProbeServer) or server.notebook != job.notebook:
-            self.begin(job.notebook)
+            self.begin(job.notebook, self.deadline)
             server = self._current
         files = {"job.json": payload, "cases.pkl": blob}
         folder = _job_folder(server.folder, files, self.jail)
         try:
             start = time.monotonic()
-            exitcode = server.request(folder, self.cell_timeout)
+            ready_by = min(start + START_TIMEOUT, self.deadline)
+            exitcode = server.request(folder, self.cell_timeout, ready_by)
             seconds = time.monotonic() - start
             if exitcode is None:  # the server died, hung or flooded its folder: a new jail
                 self.end()
@@ -360,10 +366,14 @@ class ProbeServer:
             self._ready = self._readline(deadline) == b"ready"
         return self._ready
 
-    def request(self, folder: Path, timeout: float) -> int | None:
-        """The child's exit code, or None when the server failed (then it is killed)."""
+    def request(self, folder: Path, timeout: float, ready_by: float | None = None) -> int | None:
+        """The child's exit code, or None when the server failed (then it is killed);
+        `ready_by` (monotonic): when to give up waiting for the server to start."""
         self.overran = False
-        if not self.wait_ready(time.monotonic() + START_TIMEOUT):
+        if ready_by is None:
+            ready_by = time.monotonic() + START_TIMEOUT
+        if not self.wait_ready(ready_by):
+            self.overran = False  # the server did not start: not the student's code
             self.kill()
             return None
         line = json.dumps({"folder": str(folder), "timeout": timeout}).encode() + b"\n"
