@@ -1,4 +1,5 @@
-"""An interrupted run (kill -9 of the whole command, mid-class) resumes and loses nothing.
+"""An interrupted run (kill -9 of the whole command, mid-class) resumes and loses nothing;
+a state edited in OUT is not trusted: that notebook is graded again, to its honest score.
 
 The jail is not what this is about: the class runs with --no-jail (honest submissions only).
 """
@@ -15,6 +16,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+from autograder.outdir import state_path
+from autograder.state import StateStore
 from tests.corpus import hostile
 
 pytestmark = pytest.mark.slow
@@ -88,8 +91,30 @@ def test_kill_mid_class_then_resume(tmp_path: Path) -> None:
     problems = hostile.check(out, cases)
     assert not problems, "\n".join(problems)
 
+    assert "Graded without the jail" in (out / "report.html").read_text()  # --no-jail, in red
+
     grades = (out / "grades.csv").read_bytes()
+    edited = forge_full_marks(state_path(out, "b_release", NOTEBOOK))
+    kept = {p: p.stat().st_mtime_ns for p in states.glob("*/*.json") if p != edited}
     again = hostile.grade(tmp_path / "class", out, "--jobs", "1", "--no-jail", env=env, timeout=300)
     assert again.returncode == 0, again.stderr
-    assert (out / "grades.csv").read_bytes() == grades
+    assert (out / "grades.csv").read_bytes() == grades  # graded again: the honest score
+    regraded = StateStore(out).load("b_release", NOTEBOOK)
+    assert regraded is not None and regraded.status == "unanswered" and regraded.score == 0
+    log = (out / "grader.log").read_text()
+    assert f"b_release/{NOTEBOOK}: state not trusted (its MAC does not verify)" in log
+    assert {p: p.stat().st_mtime_ns for p in kept} == kept  # the others resumed
     assert len(list(states.glob("*/*.json"))) == len(cases)
+
+
+def forge_full_marks(path: Path) -> Path:
+    """Edit a state in OUT to full marks, as a student who could write OUT would; its MAC
+    is left as it was (the key is not theirs)."""
+    doc = json.loads(path.read_text())
+    grade = doc["grade"]
+    assert grade["status"] == "unanswered" and grade["score"] < grade["max_score"]
+    for cell in grade["cells"]:
+        cell["score"] = cell["max_score"]
+    grade.update(status="ok", score=grade["max_score"])
+    path.write_text(json.dumps(doc))
+    return path
