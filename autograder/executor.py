@@ -91,6 +91,9 @@ def connect(settings: Settings) -> Iterator[Client]:
             host="127.0.0.1",
             scheduler_port=0,
             dashboard_address=None,
+            # The scheduler serves HTTP (health checks) even without a dashboard, on 8787 unless
+            # told otherwise: a random port, so a busy 8787 prints no warning to the instructor.
+            scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
             worker_dashboard_address=None,
             memory_limit=0,  # kernels and probes have their own bounds
             silence_logs=logging.CRITICAL,
