@@ -7,18 +7,51 @@ notebook, or anywhere in an earlier notebook. A later notebook may show an earli
 answers only where staging knows it: it imports a helper that gives them away
 (`autograder.staging.NEEDS`) or declares them (`SHOWS`), so that a staged release holds it back
 until that notebook is graded.
+
+Nor can an answer be put together from what the page provides: no expression built from the
+callables above an answer cell (what the setup cells define, what other cells import from the
+course helpers or define), the answer's own arguments and `@` computes the answer's result
+(`tests.answer_ops.compositions`). And a graded number is not written in the prose above its cell.
 """
 
 from __future__ import annotations
 
+import ast
+import re
+from typing import Any
+
 import nbformat
 import pytest
+import torch
+import torch.nn as nn
 
+from attention_course.references import nb05
 from autograder import staging
+from autograder.checks import run_in_process, spec_for
 from autograder.contract import NOTEBOOKS as ORDER
-from autograder.notebook_io import grade_id, is_answer, read, solution_answers, source
+from autograder.notebook_io import (
+    exec_cell,
+    grade_id,
+    is_answer,
+    is_setup,
+    is_test,
+    python_source,
+    read,
+    solution_answers,
+    source,
+)
 from autograder.paths import NOTEBOOKS, SOLUTIONS
-from tests.answer_ops import contains, fenced_code, operations
+from tests.answer_ops import (
+    Term,
+    attempt,
+    compositions,
+    contains,
+    fenced_code,
+    operations,
+    page_callables,
+    page_namespace,
+    same,
+)
 
 
 def shown_ops(cells: list) -> list[str]:
@@ -122,3 +155,263 @@ def test_an_answer_pasted_above_its_cell_is_caught() -> None:
 def test_output_only_code_is_not_computing() -> None:
     shown = "print(q @ k.transpose(-2, -1))\nassert (q @ k.mT).shape == (2, 2)\nplt.plot(x)\n"
     assert operations(shown) == []
+
+
+# ---- no answer is a composition of what the page provides ---------------------------------
+
+
+def answer_index(nb: nbformat.NotebookNode, gid: str) -> int:
+    return next(i for i, c in enumerate(nb.cells) if is_answer(c) and grade_id(c) == gid)
+
+
+def page_before(nb: nbformat.NotebookNode, gid: str) -> dict[str, Any]:
+    """What a student's answer to `gid` can call without writing it (see tests.answer_ops)."""
+    cells = nb.cells[: answer_index(nb, gid)]
+    return page_namespace(cells, is_setup, lambda c: is_answer(c) or is_test(c))
+
+
+def definitions(notebook: str) -> list[tuple[str, str, str]]:
+    """(grade_id, name, "def" or "class") for every function and class an answer defines."""
+    found = []
+    for gid, src in solution_answers(read(SOLUTIONS / notebook)).items():
+        for node in ast.parse(python_source(src)).body:
+            if isinstance(node, ast.FunctionDef):
+                found.append((gid, node.name, "def"))
+            elif isinstance(node, ast.ClassDef):
+                found.append((gid, node.name, "class"))
+    return found
+
+
+def solution_of(notebook: str, gid: str, name: str, page: dict[str, Any]) -> Any:
+    """The instructor's definition of `name`, run after the notebook's earlier solutions."""
+    ns = dict(page)
+    for answer_id, src in solution_answers(read(SOLUTIONS / notebook)).items():
+        exec_cell(src, ns, f"<solution {answer_id}>")
+        if answer_id == gid:
+            return ns[name]
+    raise KeyError(gid)
+
+
+SIZES = [(3, 5, 12, 7), (2, 6, 10, 4)]  # (B, T, C, hs): two draws, every size different
+
+
+def sample(name: str, draw: int) -> Any:
+    """A sample value for an answer's parameter, by its name (the contract's names)."""
+    B, T, C, hs = SIZES[draw]
+    g = torch.Generator().manual_seed(100 + draw)
+    torch.manual_seed(200 + draw + hash(name) % 97)
+    values = {
+        "x": lambda: torch.randn(B, T, C, generator=g),  # (B,T,C)
+        "scores": lambda: 2 * torch.randn(B, T, T, generator=g),  # (B,T,T)
+        "key": lambda: nn.Linear(C, hs, bias=False),
+        "query": lambda: nn.Linear(C, hs, bias=False),
+        "value": lambda: nn.Linear(C, hs, bias=False),
+        "head": lambda: nb05.Head(C, hs, 8).eval(),
+        "B": lambda: B,
+        "T": lambda: T,
+    }
+    assert name in values, f"no sample for an answer's parameter {name!r}: add one to sample()"
+    return values[name]()
+
+
+def sample_args(fn: Any, draw: int) -> dict[str, Any]:
+    import inspect
+
+    params = inspect.signature(fn).parameters.values()
+    return {p.name: sample(p.name, draw) for p in params if p.default is p.empty}
+
+
+def composed_answers(solution: Any, page: dict[str, Any]) -> list[str]:
+    """Expressions over the page's callables that compute `solution`'s result on two draws."""
+    callables = page_callables(page)
+    args = sample_args(solution, 0)
+    expected = attempt(solution, list(args.values()))
+    assert not isinstance(expected, type(attempt)) and expected is not None
+    terms: list[Term] = compositions(args, callables)
+    hits = [t.text for t in terms if t.calls_page and same(t.value, expected)]
+    confirmed = []
+    for text in hits:
+        again = sample_args(solution, 1)
+        value = attempt(lambda text=text, again=again: eval(text, {**page, **again}), [])  # noqa: S307
+        if same(value, attempt(solution, list(again.values()))):
+            confirmed.append(text)
+    return confirmed
+
+
+def graded_score(gid: str, name: str, solution: Any, text: str, page: dict[str, Any]) -> str:
+    """How the grader scores the answer `def name(...): return text`."""
+    import inspect
+
+    ns = dict(page)
+    params = ", ".join(inspect.signature(solution).parameters)
+    exec_cell(f"def {name}({params}):\n    return {text}\n", ns, "<composed answer>")
+    result = run_in_process(spec_for(gid), ns)
+    return f"{result.score:g}/{result.max_score:g}"
+
+
+FUNCTIONS = [
+    (nb, gid, name) for nb in ORDER for gid, name, kind in definitions(nb) if kind == "def"
+]
+CLASSES = [
+    (nb, gid, name) for nb in ORDER for gid, name, kind in definitions(nb) if kind == "class"
+]
+
+
+@pytest.mark.parametrize(("notebook", "gid", "name"), FUNCTIONS)
+def test_no_function_answer_is_a_composition_of_what_the_page_provides(
+    notebook: str, gid: str, name: str
+) -> None:
+    page = page_before(read(NOTEBOOKS / notebook), gid)
+    solution = solution_of(notebook, gid, name, page)
+    found = composed_answers(solution, page)
+    scores = [f"{text} (graded {graded_score(gid, name, solution, text, page)})" for text in found]
+    assert not found, f"{notebook} {gid}: {name} can be answered from the page: {scores}"
+
+
+CLASS_ARGS = {"n_embd": 12, "head_size": 5, "block_size": 8, "n_head": 3}
+
+
+def same_class(solution: type, candidate: type) -> bool:
+    """Does `candidate`, built with the answer's arguments and its weights, compute the same?"""
+    import inspect
+
+    params = list(inspect.signature(solution).parameters.values())
+    args = [CLASS_ARGS[p.name] for p in params if p.default is p.empty]
+    torch.manual_seed(0)
+    answer = solution(*args).eval()
+    built = attempt(candidate, args)
+    if not isinstance(built, nn.Module):
+        return False
+    try:
+        built.load_state_dict(answer.state_dict(), strict=True)
+    except RuntimeError:
+        return False
+    x = torch.randn(3, 6, CLASS_ARGS["n_embd"], generator=torch.Generator().manual_seed(1))
+    return same(attempt(built.eval(), [x]), attempt(answer, [x]))
+
+
+def same_classes(solution: type, page: dict[str, Any]) -> list[str]:
+    callables = page_callables(page)
+    return [
+        name
+        for name, value in callables.items()
+        if isinstance(value, type) and issubclass(value, nn.Module) and same_class(solution, value)
+    ]
+
+
+@pytest.mark.parametrize(("notebook", "gid", "name"), CLASSES)
+def test_no_class_answer_is_a_class_the_page_provides(notebook: str, gid: str, name: str) -> None:
+    page = page_before(read(NOTEBOOKS / notebook), gid)
+    found = same_classes(solution_of(notebook, gid, name, page), page)
+    assert not found, f"{notebook} {gid}: the page provides {found}, which computes {name}"
+
+
+NB04 = "04_value_aggregation.ipynb"
+COMPOSED_ATTEND = "mask_then_softmax(affinities(x, key, query)) @ value(x)"
+
+
+def with_setup_cell(notebook: str, code: str) -> nbformat.NotebookNode:
+    """The release notebook with one more setup cell after its first one."""
+    nb = read(NOTEBOOKS / notebook)
+    planted = nbformat.v4.new_code_cell(code)
+    planted.metadata["tags"] = ["setup"]
+    nb.cells.insert(2, planted)
+    return nb
+
+
+def test_earlier_answers_imported_above_attend_are_found_and_would_pass() -> None:
+    """The search finds the composition that the earlier layout of notebook 04 allowed, and the
+    grader gives it full marks: the test above can fail."""
+    nb = with_setup_cell(
+        NB04,
+        "from attention_course.references.nb02 import affinities\n"
+        "from attention_course.references.nb03 import mask_then_softmax",
+    )
+    page = page_before(nb, "attend")
+    solution = solution_of(NB04, "attend", "attend", page)
+    found = composed_answers(solution, page)
+    assert COMPOSED_ATTEND in found, found
+    assert graded_score("attend", "attend", solution, COMPOSED_ATTEND, page) == "5/5"
+
+
+def test_a_class_answer_imported_above_its_cell_is_found() -> None:
+    nb = with_setup_cell(
+        "05_the_head.ipynb", "from attention_course.references.nb05 import Head as Given"
+    )
+    page = page_before(nb, "head")
+    assert same_classes(solution_of("05_the_head.ipynb", "head", "Head", page), page) == ["Given"]
+
+
+# ---- no graded number in the prose above its cell -----------------------------------------
+
+
+def numeric_answers(notebook: str) -> dict[str, dict[str, float]]:
+    """grade_id -> {name: value} for the numbers (10 or more) an answer cell assigns."""
+    nb = read(SOLUTIONS / notebook)
+    ns: dict[str, Any] = {}
+    for i, cell in enumerate(c for c in nb.cells if is_setup(c)):
+        exec_cell(source(cell), ns, f"<setup {i}>")
+    found: dict[str, dict[str, float]] = {}
+    for gid, src in solution_answers(nb).items():
+        exec_cell(src, ns, f"<solution {gid}>")
+        names = [
+            t.id
+            for node in ast.parse(python_source(src)).body
+            if isinstance(node, ast.Assign)
+            for t in node.targets
+            if isinstance(t, ast.Name)
+        ]
+        numbers = {
+            n: ns[n]
+            for n in names
+            if isinstance(ns[n], int | float) and not isinstance(ns[n], bool) and abs(ns[n]) >= 10
+        }
+        if numbers:
+            found[gid] = numbers
+    return found
+
+
+def written(value: float) -> re.Pattern:
+    """The ways prose writes a number: 1536, 1,536, 1 536, 1536.0."""
+    if float(value).is_integer():
+        n = int(value)
+        forms = {str(n), f"{n:,}", f"{n:,}".replace(",", " "), f"{n:,}".replace(",", "\u202f")}
+    else:
+        forms = {repr(value), f"{value:g}"}
+    alternatives = "|".join(re.escape(f) for f in sorted(forms, key=len, reverse=True))
+    return re.compile(rf"(?<![\w.,])(?:{alternatives})(?![\w]|[.,]\d)")
+
+
+# answers whose number the question itself has to state, with the reason
+STATED_BY_THE_QUESTION = {
+    "SCORE_VARIANCE_64": "the question sets head_size = 64, and the variance is head_size",
+}
+
+
+def numbers_in_prose_before(nb: nbformat.NotebookNode, notebook: str) -> list[str]:
+    shown = []
+    for gid, numbers in numeric_answers(notebook).items():
+        above = nb.cells[: answer_index(nb, gid)]
+        prose = "\n".join(source(c) for c in above if c.cell_type == "markdown")
+        shown += [
+            f"{gid}: {name} = {v}"
+            for name, v in numbers.items()
+            if name not in STATED_BY_THE_QUESTION and written(v).search(prose)
+        ]
+    return shown
+
+
+@pytest.mark.parametrize("notebook", ORDER)
+def test_no_graded_number_is_written_above_its_cell(notebook: str) -> None:
+    shown = numbers_in_prose_before(read(NOTEBOOKS / notebook), notebook)
+    assert not shown, f"{notebook}: graded numbers in the prose above their cells: {shown}"
+
+
+def test_a_count_given_away_in_the_title_is_caught() -> None:
+    nb = read(NOTEBOOKS / "03_mask_then_softmax.ipynb")
+    nb.cells[0].source += "\n- count the weights that survive the mask: 36 of 64."
+    assert numbers_in_prose_before(nb, "03_mask_then_softmax.ipynb") == [
+        "nonzero-count: NONZERO = 36"
+    ]
+    assert written(1536).search("3 x 32 x 16 = 1,536 weights")
+    assert not written(36).search("0.36, 136, 36.5 and 3,600")
