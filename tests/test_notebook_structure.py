@@ -209,6 +209,35 @@ def test_links_to_the_lecture_with_timestamps(notebook: str) -> None:
 
 MACHINE = re.compile(r"this machine|on my machine|on our machine|three seeds on", re.IGNORECASE)
 GRADER = re.compile(r"\bgrader\b|hidden (test|check)|autograd", re.IGNORECASE)
+# the grading as something that happens to the notebook ("while it is being graded"), not the
+# student's graded cells ("graded by hand", "Not graded", "is graded when you submit")
+GRADING = re.compile(
+    r"\bgrading\b|\bbeing graded\b|\b(notebook|run|runs|cell|cells) (is|are|get|gets) graded\b"
+    r"|\bwhen graded\b|\bwhile [^.]{0,40}\bgraded\b",
+    re.IGNORECASE,
+)
+# the switch behind it, in code a student reads
+GRADING_SWITCH = re.compile(r"NBGRADER|\bGRADING\b")
+
+
+def test_the_grading_words_are_told_apart() -> None:
+    caught = [
+        "runs are shorter while the notebook is\nbeing graded, and end a little higher",
+        "Shorter training runs while the notebook is graded.",
+        "during grading the runs are shorter",
+        "the notebook is graded with fewer steps",
+    ]
+    allowed = [
+        "In two or three sentences of your own (graded by hand): why",
+        "Not graded; in order of difficulty.",
+        "Whether each shape is right is graded when you submit.",
+        "each answer cell is followed by a self-check",
+    ]
+    assert all(GRADING.search(text) for text in caught)
+    assert not any(GRADING.search(text) for text in allowed)
+    old_setup = '# Shorter runs while the notebook is being graded.\nGRADING = os.environ.get("X")'
+    assert GRADING.search("\n".join(comments(old_setup)))
+    assert GRADING_SWITCH.search(old_setup)
 
 
 @pytest.mark.parametrize("notebook", ORDER)
@@ -216,9 +245,25 @@ def test_prose_names_no_machine_and_no_grader_machinery(notebook: str) -> None:
     text = prose(notebook)
     assert not MACHINE.findall(text), MACHINE.findall(text)
     assert not GRADER.findall(text), GRADER.findall(text)
+    grading = [m.group(0) for m in GRADING.finditer(text)]
+    assert not grading, f"{notebook}: the prose speaks of the grading: {grading}"
+    code = [source(c) for c in read(NOTEBOOKS / notebook).cells if c.cell_type == "code"]
+    switches = [m.group(0) for src in code for m in GRADING_SWITCH.finditer(src)]
+    assert not switches, f"{notebook}: the code a student reads names {switches}"
+    said = [m.group(0) for src in code for m in GRADING.finditer("\n".join(comments(src)))]
+    assert not said, f"{notebook}: code comments speak of the grading: {said}"
     hardware = re.findall(r"H200", text)
     if notebook == "07_head_on_gpu.ipynb":
         named = re.findall(r"an NVIDIA H200 in \d{4}", text)
         assert len(named) == 1, "the GPU of the dated measurements is named once, with its year"
     else:
         assert not hardware, f"{notebook} quotes hardware-specific figures"
+
+
+def comments(src: str) -> list[str]:
+    """The comments of a cell's code."""
+    import io
+    import tokenize
+
+    tokens = tokenize.generate_tokens(io.StringIO(python_source(src)).readline)
+    return [t.string for t in tokens if t.type == tokenize.COMMENT]
