@@ -1,13 +1,14 @@
 """`python -m autograder export OUT`: final grades, hand-graded points included.
 
-Reads OUT/gradebook.db (the grader's scores and whatever was graded by hand in formgrader)
-and OUT/grades.csv (each notebook's status), and writes OUT/final-grades.csv: one row per
-student and notebook with the autograded and the hand-graded points side by side and
-whether hand grading is done or still waiting. With `--format canvas` or `--format moodle` it
-also writes the platform's gradebook-import CSV (one column per notebook; the student id in
-the column the platform matches on, from `--roster` when the grader's ids are not the
-platform's). A notebook still waiting for hand grading is left blank there (the platform keeps
-what it had) unless `--partial`; a notebook not handed in is blank unless `--missing-zero`.
+Reads OUT/gradebook.db (the grader's scores, each notebook's status, and whatever was graded by
+hand in formgrader; every notebook graded into OUT, whatever `--notebooks` the last run had),
+and writes OUT/final-grades.csv: one row per student and notebook with the autograded and the
+hand-graded points side by side and whether hand grading is done or still waiting. With
+`--format canvas` or `--format moodle` it also writes the platform's gradebook-import CSV (one
+column per notebook; the student id in the column the platform matches on, from `--roster` when
+the grader's ids are not the platform's). A notebook still waiting for hand grading is left
+blank there (the platform keeps what it had) unless `--partial`; a notebook not handed in is
+blank unless `--missing-zero`.
 """
 
 from __future__ import annotations
@@ -58,6 +59,13 @@ class Final:
 
 
 def _statuses(out: Path) -> dict[tuple[str, str], str]:
+    """The grader's status of each (student, notebook stem): the gradebook's, else grades.csv's
+    (a gradebook written before it kept them)."""
+    from autograder.gradebook import statuses
+
+    kept = statuses(out / "gradebook.db")
+    if kept:
+        return kept
     try:
         with open(out / "grades.csv", newline="", encoding="utf-8") as f:
             return {

@@ -7,10 +7,12 @@ to a temporary file, renamed into place. What formgrader needs is all there:
 - a submission per student who handed in anything;
 - autograded cells (the `test-<grade_id>` cells the grader scores) with their trusted score;
 - every other graded cell (a written answer) waiting for a manual grade, unless the student
-  left the release stub in it or handed nothing in (then 0, as nbgrader does);
+  left the release stub in it, handed nothing in, or the grader marked it `unanswered` (an
+  unanswered notebook, one it could not grade): then 0, as nbgrader does, nothing to grade;
 - a `<grade_id>` comment per autograded answer naming the mistakes the grader found.
 Manual scores, extra credit and comments already entered in formgrader survive a rebuild for
-every answer whose text is unchanged (its sha256 is kept in the table `autograder_answers`).
+every answer whose text is unchanged (its sha256 is kept in the table `autograder_answers`);
+each notebook's status is kept in `autograder_status` (for the export).
 The executed notebooks formgrader shows are OUT/autograded/<student>/<assignment>/<nb>.ipynb.
 """
 
@@ -20,6 +22,7 @@ import hashlib
 import os
 import sqlite3
 import warnings
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -93,6 +96,7 @@ def write_gradebook(path: Path, masters: dict[str, Any], rows: list[Any]) -> Non
             dest = sqlite3.connect(tmp)
             raw.driver_connection.backup(dest)
             _save_answers(dest, answers)
+            _save_statuses(dest, rows)
             dest.close()
         finally:
             raw.close()
@@ -137,10 +141,18 @@ def written_answers(
                 cells = {g: source(c) for c in nb.cells if (g := grade_id(c)) in manual}
             except Exception:  # an unreadable file: graded by hand from the submission
                 cells = {}
+        blank = _left_blank(row)
         for gid in manual:
-            text = "" if row["status"] in NO_ANSWER else cells.get(gid)
+            text = "" if row["status"] in NO_ANSWER or gid in blank else cells.get(gid)
             found[(row["student"], Path(notebook).stem, gid)] = Answer(text)
     return found
+
+
+def _left_blank(row: dict[str, Any]) -> set[str]:
+    """Hand-graded cells the grader found unanswered (still the stub, or not graded): 0 points,
+    nothing to grade by hand, as cells.csv and the feedback page say."""
+    cells = row.get("cells", [])
+    return {c["grade_id"] for c in cells if c.get("manual") and c.get("state") == "unanswered"}
 
 
 def _save_answers(db: sqlite3.Connection, answers: dict[tuple[str, str, str], Answer]) -> None:
@@ -153,6 +165,31 @@ def _save_answers(db: sqlite3.Connection, answers: dict[tuple[str, str, str], An
         [(*key, answer.sha) for key, answer in answers.items()],
     )
     db.commit()
+
+
+def _save_statuses(db: sqlite3.Connection, rows: list[dict[str, Any]]) -> None:
+    """The grader's status of each (student, notebook), for the export."""
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS autograder_status (student TEXT, notebook TEXT, "
+        "status TEXT, PRIMARY KEY (student, notebook))"
+    )
+    db.executemany(
+        "INSERT OR REPLACE INTO autograder_status VALUES (?, ?, ?)",
+        [(r["student"], Path(r["notebook"]).stem, r["status"]) for r in rows],
+    )
+    db.commit()
+
+
+def statuses(path: Path) -> dict[tuple[str, str], str]:
+    """(student, notebook stem) -> the grader's status, as the gradebook at `path` holds it."""
+    if not path.is_file():
+        return {}
+    try:
+        with closing(sqlite3.connect(path)) as db:
+            found = db.execute("SELECT student, notebook, status FROM autograder_status")
+            return {(student, nb): status for student, nb, status in found}
+    except sqlite3.Error:
+        return {}
 
 
 # ---- filling it -------------------------------------------------------------------------------

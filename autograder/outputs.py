@@ -6,6 +6,10 @@ points of written answers, counted in max_score and graded by hand) and `manual_
 grade_id,score,max_score`, then `kind` (auto/manual) and `state`. diagnoses.csv: `student,
 notebook,grade_id,mistake`. Every text cell that a spreadsheet would read as a formula (it
 starts with = + - @, a tab or a carriage return) is prefixed with a quote.
+
+The gradebook keeps every notebook graded into OUT, not only this run's: a run with other
+`--notebooks` adds the earlier notebooks' trusted grades (their state files) for this run's
+students, so that their scores and hand grading stay in formgrader and in the export.
 """
 
 from __future__ import annotations
@@ -14,11 +18,12 @@ import csv
 import io
 from pathlib import Path
 
-from autograder.discover import Master, Submission
+from autograder.contract import CONTRACT
+from autograder.discover import Master, Submission, load_masters
 from autograder.feedback import summary_page
 from autograder.gradebook import write_gradebook
 from autograder.grades import CellGrade, NotebookGrade, zero
-from autograder.outdir import feedback_path
+from autograder.outdir import feedback_path, state_folder
 from autograder.report import write_report
 from autograder.state import StateStore, atomic_write
 
@@ -118,5 +123,31 @@ def write_outputs(
         if grade.synthetic:  # graded notebooks got their page from the worker
             atomic_write(feedback_path(out, grade.student, grade.notebook), summary_page(grade))
     write_csvs(out, grades)
-    write_gradebook(out / "gradebook.db", masters, [g.to_json() for g in grades])
+    earlier, rows = earlier_notebooks(out, grades, masters)
+    both = {**masters, **earlier}
+    everything = {nb: both[nb] for nb in CONTRACT if nb in both}
+    write_gradebook(out / "gradebook.db", everything, [g.to_json() for g in grades] + rows)
     write_report(out, grades, masters, unjailed)
+
+
+def earlier_notebooks(
+    out: Path, grades: list[NotebookGrade], masters: dict[str, Master]
+) -> tuple[dict[str, Master], list[dict[str, object]]]:
+    """Notebooks an earlier run graded into OUT and this one does not: their masters, and a
+    row per student of this run (the trusted state, else `missing`)."""
+    students = sorted({g.student for g in grades})
+    folder = state_folder(out)
+    names = {p.name.removesuffix(".json") for s in students for p in (folder / s).glob("*.json")}
+    others = tuple(nb for nb in CONTRACT if nb in names and nb not in masters)
+    earlier = load_masters(notebooks=others) if others else {}
+    store = StateStore(out)
+    rows: list[dict[str, object]] = []
+    for notebook in earlier:
+        for student in students:
+            grade = store.load(student, notebook)
+            rows.append(
+                grade.to_json()
+                if grade
+                else {"student": student, "notebook": notebook, "status": "missing", "cells": []}
+            )
+    return earlier, rows

@@ -5,7 +5,9 @@ A small graded class is written the way the grader leaves it: OUT/gradebook.db f
 OUT/autograded/<student>/self-attention/<notebook>.ipynb (here: the master notebook with the
 student's answers, not executed). Then the instructor's side is driven through nbgrader's own
 code: NbGraderAPI as formgrader configures it, and formgrader's HTTP handlers in the
-JupyterLab that `make lab OUT=...` starts (a free port, a throwaway course directory).
+JupyterLab that `make lab OUT=...` starts (a free port, a throwaway course directory). A real
+`grade` run's OUT (tests/browser/graded_class.py, graded once per session) goes the same way,
+an unanswered student included, and is graded again with another `--assignment`.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ from autograder.contract import ASSIGNMENT
 from autograder.gradebook import autograded_path, manual_cells, write_gradebook
 from autograder.notebook_io import answer_cells, grade_id, nbgrader_meta, read, solution_answers
 from autograder.paths import ROOT, SOLUTIONS
+from tests.browser import graded_class as real
+from tests.browser.graded_class import NB01, NB02, PARTIAL, WRONG
 
 NOTEBOOKS = ("01_uniform_averaging.ipynb", "02_queries_and_keys.ipynb")
 WRITTEN = "why-not-T"  # 02's hand-graded written answer
@@ -171,10 +175,25 @@ def by_student(finals: list[export.Final], notebook: str) -> dict[str, export.Fi
 # ---- the gradebook as formgrader's API reads it -----------------------------------------------
 
 
+def _build_folder(what: str) -> Path:
+    return ROOT / "build" / f"{what}-{os.getpid()}-{time.monotonic_ns()}"
+
+
+@pytest.fixture(scope="module")
+def released_course() -> Iterator[Path]:
+    """nbgrader's course directory with the assignment released, made once per module."""
+    from autograder.release import ensure_course_dir
+
+    folder = ensure_course_dir(_build_folder("course"))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 @pytest.fixture
-def course(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def course(released_course: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A throwaway course directory (in build/, inside the lab's root), as `make lab` sets up."""
-    folder = ROOT / "build" / f"formgrade-{os.getpid()}-{time.monotonic_ns()}"
+    folder = _build_folder("formgrade")
+    shutil.copytree(released_course, folder, symlinks=True)
     monkeypatch.setenv(formgrade.ENV_COURSE_DIR, str(folder))
     yield folder
     shutil.rmtree(folder, ignore_errors=True)
@@ -229,6 +248,7 @@ def _grade_by_hand(out: Path, student: str, score: float) -> None:
 
     with open_gradebook(f"sqlite:///{out / 'gradebook.db'}") as gb:
         grade = gb.find_grade(WRITTEN, NOTEBOOKS[1][:-6], ASSIGNMENT, student)
+        assert grade.needs_manual_grade, f"{student}'s written answer is not waiting"
         grade.manual_score, grade.needs_manual_grade = score, False
         gb.find_comment(WRITTEN, NOTEBOOKS[1][:-6], ASSIGNMENT, student).manual_comment = "ok"
         gb.db.commit()
@@ -247,6 +267,65 @@ def test_hand_grading_survives_a_regrade_unless_the_answer_changed(out: Path) ->
     with open_gradebook(f"sqlite:///{out / 'gradebook.db'}") as gb:
         comment = gb.find_comment(WRITTEN, NOTEBOOKS[1][:-6], ASSIGNMENT, "ada")
         assert comment.manual_comment == "ok"
+
+
+# ---- a real `grade` run's OUT -------------------------------------------------------------------
+
+
+def _csv_rows(path: Path) -> dict[tuple[str, str], dict[str, str]]:
+    return {(r["student"], r["notebook"]): r for r in csv.DictReader(io.StringIO(path.read_text()))}
+
+
+def _regrade_week_one(
+    out: Path, submissions: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`grade --assignment week1.txt` (01 only) into the same OUT: nothing left to grade."""
+    from autograder.cli import main
+
+    assignment = tmp_path / "week1.txt"
+    assignment.write_text("# week 1: the uniform average\n01\n")
+    capsys.readouterr()
+    argv = ["grade", str(submissions), "--out", str(out), "--no-jail", "--assignment"]
+    assert main([*argv, str(assignment)]) == 0
+    printed = capsys.readouterr().out
+    assert "resuming: 2 notebooks already graded" in printed, printed
+    assert {n for _, n in _csv_rows(out / "grades.csv")} == {NB01}, "only 01 in this run"
+
+
+@pytest.mark.slow
+def test_a_graded_class_through_formgrader_to_export_and_a_regrade(
+    course: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    klass = real.graded_class()
+    out = tmp_path / "out"
+    shutil.copytree(klass.out, out, symlinks=True)
+    cells = _csv_rows(out / "grades.csv")
+    assert cells[PARTIAL, NB02]["status"] == "unanswered" and cells[WRONG, NB02]["status"] == "ok"
+    formgrade.prepare(out)
+    submissions = {s["student"]: s for s in formgrader_api(course).get_submissions(ASSIGNMENT)}
+    assert submissions[WRONG]["needs_manual_grade"], "a written answer waits for hand grading"
+    assert not submissions[PARTIAL]["needs_manual_grade"], "the release's stub is no answer: 0"
+    finals = by_student(export.collect(out), NB02)
+    assert finals[WRONG].waiting == [WRITTEN] and finals[WRONG].autograded > 0
+    assert (finals[PARTIAL].status, finals[PARTIAL].waiting) == ("unanswered", [])
+    assert (finals[PARTIAL].score, finals[PARTIAL].hand_grading) == (0, "done")
+
+    _grade_by_hand(out, WRONG, 1.0)
+    _regrade_week_one(out, klass.submissions, tmp_path, capsys)
+    assert export.main([str(out), "--format", "canvas"]) == 0
+    final = _csv_rows(out / "final-grades.csv")
+    wrong, partial = final[WRONG, NB02], final[PARTIAL, NB02]
+    assert (wrong["manual"], wrong["hand_grading"], wrong["status"]) == ("1", "done", "ok")
+    assert (partial["score"], partial["hand_grading"], partial["status"]) == (
+        "0",
+        "done",
+        "unanswered",
+    )
+    assert final[WRONG, NB01]["status"] == "ok" and float(final[WRONG, NB01]["autograded"]) > 0
+    canvas = list(csv.reader(io.StringIO((out / "canvas.csv").read_text())))
+    column, by_login = canvas[0].index(NB02[:-6]), {r[3]: r for r in canvas[2:]}
+    assert float(by_login[WRONG][column]) == float(wrong["score"]) == finals[WRONG].autograded + 1
+    assert by_login[PARTIAL][column] == "0", "an unanswered notebook is a 0, not left blank"
 
 
 # ---- the real thing: `make lab OUT=...`, formgrader's pages and API over HTTP ------------------
@@ -340,10 +419,29 @@ def make_lab(out: Path, course: Path, tmp_path: Path) -> Iterator[Lab]:
         log.close()
 
 
+NOTIFICATION = "@jupyterlab/apputils-extension:notification"
+
+
+def no_news_prompt(lab: Lab) -> None:
+    """The lab asks no news question (an override), and nothing answers without the token."""
+    status, body = lab.call(f"lab/api/settings/{NOTIFICATION}")
+    assert status == 200, body[:300]
+    settings = json.loads(body)
+    assert not settings["settings"], "no user settings: what JupyterLab uses is the default"
+    defaults = {k: v.get("default") for k, v in settings["schema"]["properties"].items()}
+    assert defaults["fetchNews"] == "false", defaults  # "none" would ask the question
+    assert defaults["checkForUpdates"] is False, defaults
+    anonymous = urllib.request.Request(f"{lab.base}/api/status")
+    with pytest.raises(urllib.error.HTTPError):
+        urllib.request.urlopen(anonymous, timeout=10)
+
+
 @pytest.mark.slow
 def test_make_lab_formgrader_hand_grading_to_export(make_lab: Lab, out: Path) -> None:
+    """The address `make lab OUT=...` prints opens the lab, formgrader grades, export reads it."""
     lab = make_lab
     assert lab.call("lab")[0] == 200
+    no_news_prompt(lab)
     submitted = lab.json(f"formgrader/api/submitted_notebooks/{ASSIGNMENT}/{NOTEBOOKS[1][:-6]}")
     ids = {s["student"]: s["id"] for s in submitted}
     assert set(ids) == set(CLASS) and {s["needs_manual_grade"] for s in submitted} == {True, False}

@@ -1,70 +1,34 @@
 """Feedback and report as the reader sees them, rendered in Chromium with the network cut off.
 
-A class of two hands in notebook 01: one with the `loop-exclusive` mistake (the solution's
-`x[b, : t + 1]` turned into `x[b, :t]`), one that answered only the first cell (the others
-still hold the stub). The grader's command line writes the pages (--no-jail: the pages, not
-the jail, are under test here; the hostile corpus runs jailed). On the first screen: the
-mistake in the catalog's words, and "not answered yet" for the stubs; the summary box is as
-wide as the notebook under it; no hidden test code anywhere; the report has each heading
-once, whole numbers on count axes, and says "k of n who handed it in". Screenshots go to
-build/screenshots/.
+The class is tests/browser/graded_class.py's, graded once per session by the command line:
+in notebook 01 one student makes the `loop-exclusive` mistake, one answered only the first
+cell (the others still hold the stub). On the first screen: the mistake in the catalog's
+words, and "not answered yet" for the stubs; the summary box is as wide as the notebook under
+it; no hidden test code anywhere; the report has each heading once, its three figures, and
+says "k of n who handed it in" (whole numbers on its count axes: test_grader_cli.py).
+Screenshots go to build/screenshots/.
 """
 
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
-import nbformat
 import pytest
 
 from autograder.catalog import MISTAKES
-from autograder.examples import solutions
-from autograder.notebook_io import answer_cells, grade_id
-from autograder.paths import NOTEBOOKS, ROOT
+from tests.browser.graded_class import MISTAKE, NB01, PARTIAL, WRONG, graded_class
 
 pytestmark = pytest.mark.browser
 
-NB = "01_uniform_averaging.ipynb"
-MISTAKE = "loop-exclusive"
-WRONG, PARTIAL = "student-wrong", "student-partial"
+NB = NB01
 FIRST_SCREEN = {"width": 1280, "height": 800}
 HIDDEN = ("grade_in_notebook", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS", "autograder.checks")
 
 
-def submission(answers: dict[str, str]) -> nbformat.NotebookNode:
-    """The released notebook with its answer cells filled in, as a student hands it in."""
-    nb = nbformat.read(str(NOTEBOOKS / NB), as_version=4)
-    cells = answer_cells(nb)
-    assert set(answers) <= set(cells), f"unknown answer cells {set(answers) - set(cells)}"
-    for cell in nb.cells:
-        if grade_id(cell) in answers:
-            cell.source = answers[grade_id(cell)]
-    return nb
-
-
 @pytest.fixture(scope="module")
-def out(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    solved = solutions(NB)
-    wrong_loop = solved["average-loop"].replace("x[b, : t + 1]", "x[b, :t]")
-    assert wrong_loop != solved["average-loop"], "the solution's slice changed: update this test"
-    base = tmp_path_factory.mktemp("feedback")
-    first = next(iter(solved))
-    for student, answers in (
-        (WRONG, {**solved, "average-loop": wrong_loop}),
-        (PARTIAL, {first: solved[first]}),
-    ):
-        (base / "submissions" / student).mkdir(parents=True)
-        nbformat.write(submission(answers), str(base / "submissions" / student / NB))
-    done = subprocess.run(
-        [sys.executable, "-m", "autograder", "grade", str(base / "submissions"),
-         "--out", str(base / "out"), "--no-jail", "--notebooks", "01"],
-        cwd=ROOT, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    assert done.returncode == 0, f"grader failed ({done.returncode}):\n{done.stdout}\n{done.stderr}"
-    return base / "out"
+def out() -> Path:
+    return graded_class().out
 
 
 def _words(text: str) -> str:
