@@ -29,6 +29,7 @@ import tempfile
 import tomllib
 import zipfile
 from dataclasses import dataclass, field
+from importlib import metadata
 from pathlib import Path
 
 import nbformat
@@ -43,7 +44,9 @@ TEMPLATES = ROOT / "student"
 PACKAGE = ROOT / helpers.PACKAGE
 MARKER = ".course/release.json"
 # Packages of requirements.txt a student needs: Colab's set plus JupyterLab, never nbgrader.
-STUDENT_PACKAGES = ("torch", "numpy", "jupyterlab", "ipywidgets", "matplotlib", "tqdm")
+STUDENT_PACKAGES = (
+    "torch", "numpy", "jupyterlab", "jupyterlab_server", "ipywidgets", "matplotlib", "tqdm",
+)  # fmt: skip
 
 
 class ReleaseRefused(Exception):
@@ -142,15 +145,28 @@ def staging_problems(p: Plan, needed: dict[str, list[str]]) -> list[str]:
 # ---- writing the tree -----------------------------------------------------------------------
 
 
+def _normal(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
 def student_requirements(requirements: Path = ROOT / "requirements.txt") -> str:
-    """The student's pins: the course's own, for the packages a student needs."""
+    """The student's pins: the course's own, for the packages a student needs; a package the
+    course does not pin (jupyterlab_server, JupyterLab's settings and overrides) at the version
+    the instructor's environment runs."""
     pins = {}
     for line in requirements.read_text(encoding="utf-8").splitlines():
         match = re.match(r"^([A-Za-z0-9_.-]+)\s*==", line.strip())
         if match:
-            pins[match[1].lower()] = line.strip()
+            pins[_normal(match[1])] = line.strip()
     lines = ["# What `make lab` installs into .venv/ (Colab has all of it already)."]
-    return "\n".join(lines + [pins.get(p, p) for p in STUDENT_PACKAGES]) + "\n"
+    for package in STUDENT_PACKAGES:
+        if _normal(package) not in pins:
+            try:
+                pins[_normal(package)] = f"{package}=={metadata.version(package)}"
+            except metadata.PackageNotFoundError:
+                pins[_normal(package)] = package
+        lines.append(pins[_normal(package)])
+    return "\n".join(lines) + "\n"
 
 
 def _title(nb: nbformat.NotebookNode, name: str) -> str:

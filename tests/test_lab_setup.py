@@ -7,8 +7,7 @@ import json
 import re
 import subprocess
 import sys
-import urllib.error
-import urllib.request
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,7 @@ import pytest
 from autograder import colab, student_release
 from autograder.paths import NOTEBOOKS, ROOT
 from autograder.release import LAB_OVERRIDES, LAB_OVERRIDES_FILE
-from tests.test_hand_grading import Lab, course, make_lab, out  # noqa: F401
+from tests.test_hand_grading import NOTIFICATION
 
 BIN = Path(sys.executable).parent
 
@@ -42,24 +41,8 @@ def test_formgrader_server_extension_is_enabled() -> None:
 
 # ---- `make lab`: instructor mode, and the students' own tree -----------------------------------
 
-NOTIFICATION = "@jupyterlab/apputils-extension:notification"
-
-
-@pytest.mark.slow
-def test_instructor_lab_prints_its_url_and_has_no_news_prompt(request) -> None:
-    """The address `make lab` prints opens the lab; the news prompt is off by an override."""
-    lab: Lab = request.getfixturevalue("make_lab")
-    status, body = lab.call(f"lab/api/settings/{NOTIFICATION}")
-    assert status == 200, body[:300]
-    settings = json.loads(body)
-    assert not settings["settings"], "no user settings: what JupyterLab uses is the default"
-    defaults = {k: v.get("default") for k, v in settings["schema"]["properties"].items()}
-    assert defaults["fetchNews"] == "false", defaults  # "none" would ask the question
-    assert defaults["checkForUpdates"] is False, defaults
-    anonymous = urllib.request.Request(f"{lab.base}/api/status")
-    with pytest.raises(urllib.error.HTTPError):
-        urllib.request.urlopen(anonymous, timeout=10)
-    assert lab.call("formgrader/api/status")[0] == 200, "instructor mode has formgrader"
+# The instructor's `make lab OUT=...` (its address, no news prompt, formgrader) is started once,
+# in tests/test_hand_grading.py::test_make_lab_formgrader_hand_grading_to_export.
 
 
 @pytest.fixture(scope="module")
@@ -73,6 +56,10 @@ def student_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_student_lab_has_no_nbgrader_and_the_same_settings(student_tree: Path) -> None:
     requirements = (student_tree / "requirements.txt").read_text().lower()
     assert "jupyterlab==" in requirements and "torch==" in requirements
+    server = f"jupyterlab_server=={metadata.version('jupyterlab_server')}"
+    assert server in requirements.replace("-", "_").splitlines(), "the instructor's settings server"
+    course = (ROOT / "requirements.txt").read_text().lower().splitlines()
+    assert {ln for ln in requirements.splitlines() if "==" in ln} - {server} <= set(course)
     assert "nbgrader" not in requirements, "no formgrader or create-assignment menus for students"
     overrides = json.loads((student_tree / ".course" / "jupyterlab-overrides.json").read_text())
     assert overrides == LAB_OVERRIDES and overrides[NOTIFICATION]["fetchNews"] == "false"
