@@ -278,6 +278,34 @@ def test_a_notebook_with_widgets_is_shown_without_any_script() -> None:
     assert 'http-equiv="Content-Security-Policy"' in text
 
 
+def test_the_report_counts_in_whole_numbers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Few students and mistakes: the count axes still tick 0, 1, 2, never 0.5."""
+    from collections import Counter
+
+    from autograder import report
+
+    ticks: dict[str, list[float]] = {}
+    save = report._save
+
+    def keep_ticks(fig, path: Path) -> None:
+        fig.canvas.draw()
+        ax = fig.axes[0]
+        axis = ax.yaxis if path.name == "scores.png" else ax.xaxis
+        ticks[path.name] = [float(t) for t in axis.get_ticklocs()]
+        save(fig, path)
+
+    monkeypatch.setattr(report, "_save", keep_ticks)
+    numbers = report.ClassNumbers(
+        totals={"ann": [3.0, 4.0, 5.0], "ben": [1.0, 4.0, 5.0]},
+        mistakes=Counter({"loop-exclusive": 2, "swapped-qk": 1}),
+    )
+    report.figures(tmp_path, numbers)
+    for name in ("scores.png", "mistakes.png"):
+        assert ticks[name] and all(t.is_integer() for t in ticks[name]), (name, ticks[name])
+
+
 def test_only_the_chosen_notebooks_count(tmp_path: Path) -> None:
     klass, out, _, _ = write_class(tmp_path)
     masters = load_masters(notebooks=(FIRST,))
