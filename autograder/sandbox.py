@@ -268,6 +268,10 @@ class Sandbox:
             seconds = time.monotonic() - start
             if exitcode is None:  # the server died, hung or flooded its folder: a new jail
                 self.end()
+                if server.flooded:
+                    mib = self.jail.shared_bytes >> 20
+                    problem = f"it wrote more than {mib} MiB into the grader's folder"
+                    return ProbeOutcome(None, problem, None, seconds)
                 return self._outcome(folder, job, None, server.overran, seconds)
             return self._outcome(folder, job, exitcode, exitcode == TIMEOUT_EXIT, seconds)
         finally:
@@ -339,6 +343,7 @@ class ProbeServer:
         self.jail, self.notebook = jail, notebook
         self.folder = Path(tempfile.mkdtemp(prefix="probes-", dir=root))
         self.overran = False
+        self.flooded = False  # its shared folder grew past the jail's shared_bytes
         self._buffer = b""
         self._ready = False
         argv = [jail.python, "-s", "-P", "-m", f"{PROBE_PACKAGE}.child"]
@@ -408,6 +413,7 @@ class ProbeServer:
                 return None
             ready, _, _ = select.select([fd], [], [], min(left, 0.2))
             if watch and folder_size(self.folder) > self.jail.shared_bytes:
+                self.flooded = True
                 return None
             if ready:
                 chunk = os.read(fd, 4096)

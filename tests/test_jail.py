@@ -341,6 +341,24 @@ def test_a_daemon_of_a_probe_child_does_not_survive_it(sandbox: Sandbox) -> None
     assert sleepers(arg) == []
 
 
+def test_flooding_a_probes_shared_folder_stops_its_jail_and_leaves_nothing(
+    sandbox: Sandbox,
+) -> None:
+    flood = (
+        "import glob, os, time\n"
+        "folder = os.path.dirname(glob.glob('/tmp/**/job.json', recursive=True)[0])\n"
+        "for i in range(3):\n"
+        "    with open(os.path.join(folder, f'f{i}'), 'wb') as f:\n"
+        "        for _ in range(40):\n"
+        "            f.write(b'x' * 2**20)\n"
+        "time.sleep(60)\n"
+    )
+    outcome = probe(sandbox, flood + SOLUTION)
+    assert outcome.observed is None and "wrote more than 96 MiB" in outcome.problem
+    assert not list(sandbox.scratch.glob("**/f0"))  # its folder is gone
+    assert full_marks(sandbox, SOLUTION)  # the next probe is fine
+
+
 def test_a_replaced_probe_returns_only_what_the_students_code_computes(
     sandbox: Sandbox,
 ) -> None:
