@@ -65,8 +65,9 @@ MISTAKES: dict[str, str] = {
         "(B,T,T) @ (B,T,width), so each row of weights mixes the rows it attends to."
     ),
     "tril-not-buffer": (
-        "tril is a plain attribute: register it with self.register_buffer('tril', ...) so it "
-        "is saved in the state_dict and follows .to(device)."
+        "Your mask is not a registered buffer (a plain attribute, a parameter, or no tril at "
+        "all): register it once in __init__ with self.register_buffer('tril', ...), so that it "
+        "follows .to(device) with the module and is never trained."
     ),
     "tril-not-cropped": (
         "The head fails or is wrong when T < block_size: crop the mask with self.tril[:T, :T]."

@@ -43,7 +43,8 @@ class Evidence:
     sizes: tuple[int, int, int, int] | None = None  # (B, T, C, hs) of that table or count
     counts: dict[int, int] | None = None  # T -> nonzero weights the answer counted
     param_names: list[str] | None = None  # the module's parameters
-    buffer: dict[str, bool] | None = None  # {"registered", "follows_device"}
+    # {"registered", "follows_device", "in_state_dict", "parameter"}: what the mask is
+    buffer: dict[str, bool] | None = None
     crop: dict[str, bool] | None = None  # {"full_ok": T == block_size, "short_ok": T < block}
     dropout: dict[str, Any] | None = None  # {"on_weights", "off_in_eval", "linked"}
     device_errors: bool | None = None  # fails only away from one fixed device
@@ -56,6 +57,9 @@ class Evidence:
 def mask_form(weights: np.ndarray | None) -> str | None:
     """Which positions each row sees: a reference.MaskForm, or None when no form fits.
 
+    A form fits when every weight outside it is zero (masked) and every row it lets see
+    something keeps some weight; the smallest form that fits is the answer, so that a
+    weight that underflows inside a row (a large score elsewhere) never hides the form.
     Rows that see nothing under a form (row 0 of 'strict-lower', the last row of
     'strict-upper') are skipped, whatever they hold; rows holding NaN are skipped too.
     """
@@ -65,12 +69,23 @@ def mask_form(weights: np.ndarray | None) -> str | None:
     T = W.shape[-1]
     seen = np.isfinite(W) & (np.abs(np.nan_to_num(W, posinf=1.0)) > ZERO)
     defined = ~np.isnan(W).any(-1)  # (N,T)
-    for form in ("causal", "upper", "strict-upper", "strict-lower", "none"):
+    for form in ("strict-lower", "strict-upper", "causal", "upper", "none"):
         pattern = visible(T, form).numpy()  # type: ignore[arg-type]
         rows = defined & pattern.any(-1)[None, :]
-        if rows.any() and bool(np.all((seen == pattern[None])[rows])):
+        outside_zero = np.all((~seen | pattern[None])[rows])
+        if rows.any() and outside_zero and bool(np.all(seen[rows].any(-1))):
             return form
     return None
+
+
+def seeing_rows(weights: np.ndarray) -> np.ndarray:
+    """(T,) bool: the rows that see some position under the weights' mask form (all rows
+    when no form fits)."""
+    T = weights.shape[-1]
+    form = mask_form(weights)
+    if form is None:
+        return np.ones(T, dtype=bool)
+    return visible(T, form).numpy().any(-1)  # type: ignore[arg-type]
 
 
 def sums_to_one(weights: np.ndarray, axis: int) -> bool:
@@ -209,16 +224,22 @@ def fill_zero(ev: Evidence) -> bool:
 
 
 def mask_after_softmax(ev: Evidence) -> bool:
-    """Rows sum below one with the future exactly zero, and the last row (which sees
-    everything) sums to one: a softmax over all positions, masked afterwards."""
+    """A softmax over every position, masked afterwards: under whatever positions the rows
+    see (any mask form), the weights outside are exactly zero, rows that see part of the
+    sequence sum below one, and rows that see all of it (if any) sum to one."""
     if ev.expected.mask != "causal" or ev.weights is None or ev.weights.shape[-1] < 2:
         return False
     W = np.where(np.isneginf(ev.weights), 0.0, ev.weights)
-    if not np.isfinite(W).all() or (W < -ZERO).any() or mask_form(W) != "causal":
+    form = mask_form(W)
+    if form in (None, "none") or not np.isfinite(W).all() or (W < -ZERO).any():
         return False
+    pattern = visible(W.shape[-1], form).numpy()  # type: ignore[arg-type]
+    sees_all, sees_some = pattern.all(-1), pattern.any(-1)
     sums = W.sum(-1)
-    short = (sums[..., :-1] < 1 - SUM_TOL).any()
-    return bool(short and np.all(np.abs(sums[..., -1] - 1) < SUM_TOL))
+    part = sums[..., sees_some & ~sees_all]
+    if (sums[..., sees_some] > 1 + SUM_TOL).any() or not (part < 1 - SUM_TOL).any():
+        return False
+    return bool(np.all(np.abs(sums[..., sees_all] - 1) < SUM_TOL))
 
 
 def softmax_dim(ev: Evidence) -> bool:
@@ -230,10 +251,12 @@ def softmax_dim(ev: Evidence) -> bool:
 
 
 def tril_unnormalised(ev: Evidence) -> bool:
-    """Non-negative weights with some row summing above one, normalised along no axis."""
+    """Non-negative weights with some row summing above one, normalised along no axis; rows
+    that see nothing under the mask form (row 0 of a loop that stops early) are left out."""
     W = ev.weights
     if W is None or W.shape[-1] < 2 or not np.isfinite(W).all() or (W < -ZERO).any():
         return False
+    W = W[..., seeing_rows(W), :]
     return bool((W.sum(-1) > 1 + SUM_TOL).any()) and not normalised_axes(W)
 
 
@@ -311,9 +334,17 @@ def v_at_wei(ev: Evidence) -> bool:
 
 
 def tril_not_buffer(ev: Evidence) -> bool:
-    """The mask is not a registered buffer, or it stays behind when the module moves."""
+    """The mask is no buffer: a plain attribute (or none), missing from the state_dict and
+    left behind by .to(); a parameter; or a buffer that stays behind when the module moves.
+    A buffer registered with persistent=False is missing from the state_dict, and right."""
     b = ev.buffer
-    return b is not None and not (b.get("registered") and b.get("follows_device"))
+    if b is None:
+        return False
+    if b.get("registered"):
+        return not b.get("follows_device", True)
+    if b.get("parameter"):
+        return True
+    return not b.get("in_state_dict") and not b.get("follows_device")
 
 
 def tril_not_cropped(ev: Evidence) -> bool:
