@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from autograder.checks.base import why_not
 from autograder.checks.properties import Evidence, logit_fit, mask_form, normalised_axes
 from autograder.checks.reference import project
 
@@ -142,3 +143,54 @@ def mixed_input(x: torch.Tensor, g: torch.Generator) -> torch.Tensor:
     other = x.clone()
     other[1:] = torch.randn(other[1:].shape, generator=g)
     return other
+
+
+# ---- facts of a module: its mask, its device, two forwards -------------------------------
+
+
+def buffer_facts(structure: Any, tril_meta: Any) -> dict[str, bool] | None:
+    """What the module's `tril` is (probe `nb05.structure` and `tril_device_after_meta`)."""
+    if not isinstance(structure, dict):
+        return None
+    buffers, params = structure.get("buffers") or {}, structure.get("params") or {}
+    return {
+        "registered": "tril" in buffers and "tril" not in params,
+        "follows_device": tril_meta == "meta",
+        "in_state_dict": "tril" in (structure.get("state_keys") or []),
+        "parameter": "tril" in params,
+    }
+
+
+def device_errors(observed: dict[str, Any], buffer: dict[str, bool] | None, ran: bool) -> bool:
+    """A device named in the code: an error about cuda, or a module whose mask follows .to()
+    and that ran on the CPU (`ran`) but raised on the meta device."""
+    errors = " ".join(v for k, v in observed.items() if k.endswith("!") and isinstance(v, str))
+    buffer_ok = bool(buffer and buffer["registered"] and buffer["follows_device"])
+    return "cuda" in errors.lower() or (buffer_ok and ran and "meta!" in observed)
+
+
+def on_meta_problem(observed: dict[str, Any], shape: list[int]) -> str:
+    """Why the module moved to the meta device did not give a meta output of `shape`."""
+    meta = observed.get("meta")
+    if isinstance(meta, dict) and meta.get("device") == "meta" and meta.get("shape") == shape:
+        return ""
+    got = why_not(observed, "meta", None) if "meta" not in observed else f"returned {meta}"
+    return f"moved to the meta device with a meta input: {got}"
+
+
+def twice_problem(twice: Any, close: Any) -> tuple[bool | None, str]:
+    """(the mask or the output changed across two forwards, None when they did not run; why)
+    for the probe's `twice` record; `close(a, b)` compares two outputs."""
+    if not isinstance(twice, dict) or as_array(twice.get("first")) is None:
+        return None, "the two calls on one head did not run"
+    before, after = as_array(twice.get("tril_before")), as_array(twice.get("tril_after"))
+    same_mask = before is None or (
+        after is not None
+        and before.shape == after.shape
+        and bool(np.array_equal(before, after, equal_nan=True))
+    )
+    if not same_mask:
+        return True, "forward changed the tril buffer: the mask must be read, never written"
+    if not close(twice.get("second"), torch.from_numpy(twice["first"])):
+        return True, "a second call on the same input gave a different output"
+    return False, ""

@@ -51,7 +51,7 @@ class DropoutSpy:
         return self.calls
 
 
-def _structure(Head: Any, cfg: Any) -> dict[str, Any]:
+def structure(Head: Any, cfg: Any) -> dict[str, Any]:
     head = Head(*cfg)
     subs = {}
     for name in (*PROJECTIONS, "dropout"):
@@ -69,7 +69,7 @@ def _structure(Head: Any, cfg: Any) -> dict[str, Any]:
     }
 
 
-def _tril_device_after_meta(Head: Any, cfg: Any) -> str:
+def tril_device_after_meta(Head: Any, cfg: Any) -> str:
     head = Head(*cfg)
     head.to("meta")
     tril = getattr(head, "tril", None)
@@ -82,8 +82,8 @@ def probe_head(ns: dict[str, Any], cases: dict[str, Any]) -> dict[str, Any]:
     prop = cases["property"]
     obs: dict[str, Any] = {}
     cfg_a, w_a = configs["A"], weights["A"]
-    attempt(obs, "structure", lambda: _structure(Head, cfg_a))
-    attempt(obs, "tril_meta", lambda: _tril_device_after_meta(Head, cfg_a))
+    attempt(obs, "structure", lambda: structure(Head, cfg_a))
+    attempt(obs, "tril_meta", lambda: tril_device_after_meta(Head, cfg_a))
 
     def run(cfg_name: str, x_key: str) -> Any:
         head = build(Head, configs[cfg_name], weights[cfg_name])
@@ -107,26 +107,29 @@ def probe_head(ns: dict[str, Any], cases: dict[str, Any]) -> dict[str, Any]:
     attempt(obs, "drop_eval_p5", lambda: dropped(cases["dropout_p"], False))
     attempt(obs, "drop_train", lambda: dropped(cases["dropout_p"], True))
 
-    def on_meta() -> dict[str, Any]:
-        head = build(Head, cfg_a, w_a)
-        head.eval()
-        head.to("meta")
-        out = head(torch.empty(xs[prop].shape, device="meta"))
-        return {"device": str(out.device), "shape": list(out.shape)}
-
-    attempt(obs, "meta", on_meta)
-
-    def twice() -> dict[str, Any]:
-        head = build(Head, cfg_a, w_a)
-        head.eval()
-        before = getattr(head, "tril", None)
-        before = before.detach().clone() if isinstance(before, torch.Tensor) else None
-        with torch.no_grad():
-            first = head(xs[prop].clone())
-            second = head(xs[prop].clone())
-        after = getattr(head, "tril", None)
-        after = after.detach().clone() if isinstance(after, torch.Tensor) else None
-        return {"first": first, "second": second, "tril_before": before, "tril_after": after}
-
-    attempt(obs, "twice", twice)
+    attempt(obs, "meta", lambda: on_meta(build(Head, cfg_a, w_a), xs[prop].shape))
+    attempt(obs, "twice", lambda: twice(build(Head, cfg_a, w_a), xs[prop]))
     return obs
+
+
+def on_meta(head: Any, shape: Any) -> dict[str, Any]:
+    """The head moved to the meta device, run on a meta input: the output's device, shape."""
+    head.eval()
+    head.to("meta")
+    out = head(torch.empty(tuple(shape), device="meta"))
+    return {"device": str(out.device), "shape": list(out.shape)}
+
+
+def _tril_copy(head: Any) -> Any:
+    tril = getattr(head, "tril", None)
+    return tril.detach().clone() if isinstance(tril, torch.Tensor) else None
+
+
+def twice(head: Any, x: Any) -> dict[str, Any]:
+    """Two forwards of one head on the same input, and its tril before and after."""
+    head.eval()
+    before = _tril_copy(head)
+    with torch.no_grad():
+        first = head(x.clone())
+        second = head(x.clone())
+    return {"first": first, "second": second, "tril_before": before, "tril_after": _tril_copy(head)}
