@@ -9,7 +9,6 @@ the judge runs, and `agrees` compares the prediction with it.
 
 from __future__ import annotations
 
-import math
 from functools import cache, partial
 from typing import Any
 
@@ -17,6 +16,18 @@ import torch
 from torch.nn import functional as F
 
 from autograder.checks.base import CellResult, CellSpec, Scorer
+from autograder.checks.reference import (
+    AFFINITIES,
+    HEAD,
+    NB04,
+    UNMASKED,
+    ReferenceHead,
+    attention,
+    project,
+    raw_scores,
+    weights,
+    with_mistake,
+)
 
 Answer = str | int | float | bool
 
@@ -99,11 +110,13 @@ class TransposePrediction(Prediction):
     def truth(self, cases: dict[str, Any]) -> dict[str, Answer]:
         n, C = cases["size"], cases["C"]
         g = torch.Generator().manual_seed(cases["seed"])
-        key, query = (torch.randn(n, C, generator=g) for _ in range(2))  # (hs, C) weights
+        w = {name: torch.randn(n, C, generator=g) for name in ("key", "query")}  # (hs, C)
         x = torch.randn(n, n, C, generator=g)  # (B, T, C) with B == T == hs
+        form = with_mistake(AFFINITIES, "transpose-batch").scores
 
         def wrong(x: torch.Tensor) -> torch.Tensor:
-            return (x @ query.T) @ (x @ key.T).transpose(0, 1)
+            q, k = (project(x, w, name, bias=False) for name in ("query", "key"))  # (B,T,hs)
+            return raw_scores(q, k, form)  # the reference's scores with the batch transposed
 
         try:
             before = wrong(x)
@@ -142,8 +155,8 @@ class MaskAfterPrediction(Prediction):
         T = cases["T"]
         g = torch.Generator().manual_seed(cases["seed"])
         scores = torch.randn(cases["draws"], T, T, generator=g)
-        future = torch.ones(T, T).triu(1).bool()
-        after = F.softmax(scores, dim=-1).masked_fill(future, 0.0)
+        config = with_mistake(AFFINITIES, "mask-after-softmax")
+        after = weights(scores, config, head_size=T, n_embd=T)  # (draws,T,T)
         sums = after.sum(-1).mean(0)  # (T,) the mean sum of each row over the draws
         if torch.allclose(sums, torch.ones(T), atol=1e-4):
             pattern = "a"
@@ -186,12 +199,11 @@ class FirstOutputPrediction(Prediction):
     def truth(self, cases: dict[str, Any]) -> dict[str, Answer]:
         B, T, C, hs = cases["sizes"]
         g = torch.Generator().manual_seed(cases["seed"])
-        x = torch.randn(B, T, C, generator=g)
-        wk, wq, wv = (torch.randn(hs, C, generator=g) * C**-0.5 for _ in range(3))
-        k, q, v = x @ wk.T, x @ wq.T, x @ wv.T  # (B,T,hs) each
-        wei = (q @ k.transpose(-2, -1)).masked_fill(torch.ones(T, T).triu(1).bool(), -math.inf)
-        out = F.softmax(wei, dim=-1) @ v  # (B,T,hs)
-        candidates = {"a": v[:, 0], "b": v.mean(1), "c": x[:, 0], "d": torch.zeros(B, hs)}
+        x = torch.randn(B, T, C, generator=g).double()
+        w = {name: torch.randn(hs, C, generator=g) * C**-0.5 for name in ("key", "query", "value")}
+        v = project(x, w, "value", bias=False)  # (B,T,hs)
+        out = attention(x, w, NB04)  # (B,T,hs): the lecture's version 4
+        candidates = {"a": v[:, 0], "b": v.mean(1), "c": x[:, 0], "d": torch.zeros_like(v[:, 0])}
         first = next(
             (name for name, c in candidates.items() if torch.allclose(c, out[:, 0], atol=1e-5)),
             "none",
@@ -234,7 +246,7 @@ class SharpenPrediction(Prediction):
         g = torch.Generator().manual_seed(cases["seed"])
         hs = cases["head_size"]
         q, k = torch.randn(256, 8, hs, generator=g), torch.randn(256, 8, hs, generator=g)
-        variance = (q @ k.transpose(-2, -1)).var().item()
+        variance = raw_scores(q, k).var().item()
         return {"TOP_WEIGHT_X8": band, "SCORE_VARIANCE_64": variance}
 
     def agrees(self, name: str, value: Any, expected: Answer) -> bool:
@@ -266,7 +278,6 @@ def _markov_text(symbols: int, length: int, seed: int) -> str:
 def _masked_and_unmasked_val(steps: int, seed: int) -> tuple[float, float]:
     """Validation loss of a causal and of an unmasked one-head model after `steps` steps."""
     from attention_course.charmodel import CharData, CharModel, estimate_loss, train
-    from autograder.checks.reference import HEAD, UNMASKED, ReferenceHead
 
     data = CharData(_markov_text(12, 8000, seed))
     losses = []
@@ -322,7 +333,7 @@ def _fold_residual(residual: bool, seed: int) -> float:
     N, T, C, V = 64, 8, 16, 20
     x = torch.randn(N, T, C, generator=g, dtype=torch.float64)
     scores = torch.randn(N, T, T, generator=g, dtype=torch.float64)
-    wei = F.softmax(scores.masked_fill(torch.ones(T, T).triu(1).bool(), -math.inf), dim=-1)
+    wei = weights(scores, AFFINITIES, head_size=T, n_embd=C)  # (N,T,T) causal, unscaled
     w_v = torch.randn(C, C, generator=g, dtype=torch.float64)
     w_lm = torch.randn(C, V, generator=g, dtype=torch.float64)
     mixed = wei @ x  # (N,T,C): what the weights do, with or without W_v
