@@ -16,9 +16,17 @@ import torch
 
 from autograder.checks import reference
 from autograder.checks.base import CellResult, CellSpec, Scorer, close, name_mistakes, why_not
-from autograder.checks.evidence import as_array, first_recovered, logits_for, projections
+from autograder.checks.evidence import (
+    as_array,
+    buffer_facts,
+    device_errors,
+    first_recovered,
+    logits_for,
+    on_meta_problem,
+    projections,
+    twice_problem,
+)
 from autograder.checks.properties import Evidence
-from autograder.probe.modules import CourseHead as ReferenceHead  # noqa: F401 (tests patch it)
 
 NOTEBOOK = "06_experiments.ipynb"
 
@@ -306,14 +314,13 @@ class NoValueHeadSpec(CellSpec):
     def cases(self) -> dict[str, Any]:
         g = torch.Generator().manual_seed(self.seed)
         idx = torch.randint(0, 11, (3, 5), generator=g)
-        return {"heads": head_cases(self.seed, self.sizes), "idx": idx}
+        return {"heads": head_cases(self.seed, self.sizes), "idx": idx, "property": MAIN}
 
     def judge(self, cases: dict[str, Any], observed: dict[str, Any]) -> CellResult:
         scorer = Scorer(self.grade_id)
         heads = cases["heads"]
         expected = {k: head_output(c, reference.NO_VALUE) for k, c in heads.items()}
-        others = [k for k in heads if k != MAIN]
-        ok = _group_check(
+        _group_check(
             scorer,
             "output equals weights @ x for the same key and query, (B,T,C,hs) = (3,5,7,4)",
             1.0,
@@ -321,9 +328,34 @@ class NoValueHeadSpec(CellSpec):
             observed,
             expected,
         )
-        ok &= _group_check(
-            scorer, "other sizes: B == T, T = 1, T == block_size", 1.0, others, observed, expected
+        written = self._other_sizes(scorer, observed, expected)
+        buffer = self._parts(scorer, heads, observed)
+        self._in_a_model(scorer, heads, observed)
+        keys = tuple(k for k in (DIAG, SQUARE) if k in heads)
+        ev = _evidence(reference.NO_VALUE, heads, observed, keys, ("x",))
+        ev.crop = _crop(heads, observed, expected)
+        ev.buffer, ev.mask_written = buffer, written
+        ev.device_errors = device_errors(observed, buffer, as_array(observed.get(MAIN)) is not None)
+        name_mistakes(scorer, ev)
+        return scorer.result
+
+    def _other_sizes(self, scorer: Scorer, observed: dict, expected: dict) -> bool | None:
+        """The other sizes, and a second call on one head; whether that call found the mask
+        or the output changed."""
+        others = [k for k in expected if k != MAIN]
+        bad = [k for k in others if not close(observed.get(k), expected[k])]
+        detail = f"on case {bad[0]}: {why_not(observed, bad[0], expected[bad[0]])}" if bad else ""
+        written, why = twice_problem(observed.get("twice"), close)
+        scorer.check(
+            "other sizes: B == T, T = 1, T == block_size; two calls on one head agree",
+            1.0,
+            not bad and written is not True,
+            detail or (why if written else ""),
         )
+        return written
+
+    def _parts(self, scorer: Scorer, heads: dict, observed: dict) -> dict[str, bool] | None:
+        """key and query only, and the tril buffer: what the mask is, for the properties."""
         detail = ""
         for key, c in heads.items():
             params = observed.get(key + ":params")
@@ -339,32 +371,45 @@ class NoValueHeadSpec(CellSpec):
                     f"found {names}"
                 )
                 break
-        ok &= scorer.check(
-            "no value projection: only key and query, 2 x C x hs parameters",
+        buffer = buffer_facts(observed.get("structure"), observed.get("tril_meta"))
+        if not detail and not (buffer and buffer["registered"] and buffer["follows_device"]):
+            detail = (
+                "tril must be a buffer that follows .to(): "
+                "self.register_buffer('tril', torch.tril(torch.ones(block_size, block_size)))"
+            )
+        scorer.check(
+            "no value projection: only key and query (2 x C x hs parameters), and the tril buffer",
             1.0,
             not detail,
             detail,
         )
-        shapes_ok = observed.get("model") == [3, 5, 11]
+        return buffer
+
+    def _in_a_model(self, scorer: Scorer, heads: dict, observed: dict) -> None:
         detail = ""
-        if not shapes_ok:
+        if observed.get("model") != [3, 5, 11]:
             detail = "inside CharModel(..., residual=True) x + head(x) failed: " + why_not(
                 observed, "model", np.zeros((3, 5, 11))
             )
-        ok &= scorer.check(
-            "n_embd wide, so x + head(x) works in a residual model", 1.0, shapes_ok, detail
+        else:
+            detail = on_meta_problem(observed, list(heads[MAIN]["x"].shape))
+        scorer.check(
+            "n_embd wide, so x + head(x) works in a residual model, on the input's device",
+            1.0,
+            not detail,
+            detail,
         )
-        keys = tuple(k for k in (DIAG, SQUARE) if k in heads)
-        ev = _evidence(reference.NO_VALUE, heads, observed, keys, ("x",))
-        full = [k for k, c in heads.items() if c["x"].shape[1] == c["block_size"]]
-        short = [k for k in heads if k not in full]
-        ran_full = all(as_array(observed.get(k)) is not None for k in full)
-        right_full = all(close(observed.get(k), expected[k]) for k in full)
-        ran_short = all(as_array(observed.get(k)) is not None for k in short)
-        right_short = all(close(observed.get(k), expected[k]) for k in short)
-        ev.crop = {"full_ok": ran_full, "short_ok": ran_short and (right_short or not right_full)}
-        name_mistakes(scorer, ev)
-        return scorer.result
+
+
+def _crop(heads: dict, observed: dict, expected: dict) -> dict[str, bool]:
+    """Right (or running) at T == block_size, and at the shorter T."""
+    full = [k for k, c in heads.items() if c["x"].shape[1] == c["block_size"]]
+    short = [k for k in heads if k not in full]
+    ran_full = all(as_array(observed.get(k)) is not None for k in full)
+    right_full = all(close(observed.get(k), expected[k]) for k in full)
+    ran_short = all(as_array(observed.get(k)) is not None for k in short)
+    right_short = all(close(observed.get(k), expected[k]) for k in short)
+    return {"full_ok": ran_full, "short_ok": ran_short and (right_short or not right_full)}
 
 
 SPECS = [CaptureAttention(), UnmaskedHeadSpec(), NoValueHeadSpec()]

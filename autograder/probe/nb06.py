@@ -9,6 +9,7 @@ import torch.nn as nn
 from torch.nn import functional as F
 
 from .modules import course_head, load
+from .nb05 import on_meta, structure, tril_device_after_meta, twice
 from .plain import attempt
 
 
@@ -96,7 +97,21 @@ def probe_value_ablation(ns: dict[str, Any], cases: dict[str, Any]) -> dict[str,
         return model(cases["idx"])[0].shape
 
     attempt(observed, "model", in_model)
+    if cases.get("property") in cases["heads"]:
+        module_facts(observed, cls, cases["heads"][cases["property"]])
     return observed
+
+
+def module_facts(observed: dict[str, Any], cls: type, c: dict[str, Any]) -> None:
+    """What notebook 05 records of a head, for the student's class on case c: its structure,
+    its mask after .to('meta'), a run on the meta device, two forwards of one head."""
+    hs, C = c["key"].shape
+    cfg = (C, hs, int(c["block_size"]))
+    build = lambda: _student_head(cls, c, ("key", "query"))  # noqa: E731
+    attempt(observed, "structure", lambda: structure(cls, cfg))
+    attempt(observed, "tril_meta", lambda: tril_device_after_meta(cls, cfg))
+    attempt(observed, "meta", lambda: on_meta(build(), c["x"].shape))
+    attempt(observed, "twice", lambda: twice(build(), c["x"]))
 
 
 def peeking_run(cls: type, c: dict[str, Any]) -> dict[str, float]:

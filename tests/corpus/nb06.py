@@ -15,6 +15,7 @@ from tests.corpus.fragments import (
     weights_lines,
 )
 from tests.corpus.nb04 import each_way
+from tests.corpus.nb05 import FORWARD_BUILT, IN_PLACE, REGISTER, TRIL_EXPR
 
 NB = "06_experiments.ipynb"
 
@@ -95,14 +96,27 @@ X_AT_WEI = {
 USES_TRIL = [m for m in MASKS[None] if "{tril}" in m]
 
 
+DEVICE_TRILS = {**NO_VALUE_TRILS, "hardcoded-device": TRIL_EXPR["hardcoded-device"]}
+STRUCTURAL = {"tril-not-cropped", "hardcoded-device", "tril-not-buffer", "mask-in-place"}
+
+
 def no_value(choose: Choose, mistake: str | None = None, way: int = 0) -> str:
-    cropped = mistake == "tril-not-cropped"
-    tril = NO_VALUE_TRILS[mistake][way] if cropped else NO_VALUE_TRILS[None][0]
+    """NoValueHead; `mistake` (with `way`) picks the part written wrong, the module's
+    mask (notebook 05's pieces) included."""
+    register = (
+        REGISTER[mistake][way] if mistake == "tril-not-buffer" else choose("reg", REGISTER[None])
+    )
+    tril = DEVICE_TRILS[mistake][way] if mistake in DEVICE_TRILS else DEVICE_TRILS[None][0]
+    if register == "self.block_size = block_size":
+        tril = FORWARD_BUILT
 
     def pick_mask(name: str, options: list) -> str:
-        return choose(name, USES_TRIL if name == "mask" and cropped else options)
+        return choose(name, USES_TRIL if name == "mask" and mistake in STRUCTURAL else options)
 
-    weights = weights_lines(pick_mask, mistake, way, tril=tril, query_axis="1")
+    if mistake in IN_PLACE:
+        weights = IN_PLACE[mistake][way]
+    else:
+        weights = weights_lines(pick_mask, mistake, way, tril=tril, query_axis="1")
     if mistake == "v-at-wei":
         out = X_AT_WEI[mistake][way]
     else:
@@ -113,7 +127,7 @@ class NoValueHead(nn.Module):
         super().__init__()
         self.key = nn.Linear(n_embd, head_size, bias=False)
         self.query = nn.Linear(n_embd, head_size, bias=False)
-        self.register_buffer("tril", torch.tril(torch.ones(block_size, block_size)))
+{body(register, 8)}
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x):
@@ -138,8 +152,10 @@ def _writers() -> list[Writer]:
     aggregate_x = {"aggregate-x": AGGREGATES["aggregate-x"]}
     ws += each_way("unmasked-head", unmasked, [scales, SOFTMAXES, aggregate_x], "piece")
     ws += variants("value-ablation", "scores", no_value, "scores", 4)
+    ws += variants("value-ablation", "register", no_value, "reg", len(REGISTER[None]))
     after = {"mask-after-softmax": MASK_THEN_SOFTMAX["mask-after-softmax"]}
-    tables = [MASKS, SOFTMAXES, after, scales, X_AT_WEI, NO_VALUE_TRILS]
+    tables = [MASKS, SOFTMAXES, after, scales, X_AT_WEI, DEVICE_TRILS, IN_PLACE]
+    tables.append({"tril-not-buffer": REGISTER["tril-not-buffer"]})
     ws += each_way("value-ablation", no_value, tables, "piece")
     return ws
 
