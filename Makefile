@@ -101,6 +101,7 @@ format: venv
 
 bench: venv jail
 	$(PY) benchmarks/bench_grade.py
+	$(PY) benchmarks/naming_rate.py --examples 3 --budget 90
 
 badges: venv
 	$(PY) -m autograder.colab

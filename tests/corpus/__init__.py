@@ -12,8 +12,9 @@ Each notebook's module `nbNN.py` here (and `predictions.py`, for the prediction 
 from __future__ import annotations
 
 import importlib
+from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -117,27 +118,32 @@ def exported(
     return list(mutations.values()), alternatives
 
 
-def extra_sizes(grade_id: str, choose: Choose) -> tuple[int, ...] | None:
-    """One more size to check a cell on: B == T (== hs), T = 1, or anything (1..6 each).
+def extra_sizes(grade_id: str, choose: Choose) -> dict[str, tuple[int, ...]] | None:
+    """Three more sizes to check a cell on: B == T == hs (2..6), T = 1 and any (1..6 each),
+    so that every answer meets both edges.
 
-    The tuple is what the cell's spec takes (see `CellSpec.resized`); None for cells of
+    Each tuple is what the cell's spec takes (see `CellSpec.resized`); None for cells of
     constants, which have no sizes.
     """
-    kind = choose("kind", ("B == T == hs", "T = 1", "any"))
-    n, a, b, c, d = (choose(f"n{i}", range(1, 7)) for i in range(5))
-    T = {"B == T == hs": n, "T = 1": 1, "any": b}[kind]
-    B = n if kind == "B == T == hs" else a
-    hs = n if kind == "B == T == hs" else c
+    n = choose("n", range(2, 7))
+    a, b, c, d = (choose(f"n{i}", range(1, 7)) for i in range(4))
+    kinds = {"edge_BTH": (n, n, n), "edge_T1": (a, 1, c), "drawn": (a, b, c)}  # (B, T, hs)
+    sizes = {key: _cell_sizes(grade_id, B, T, hs, d) for key, (B, T, hs) in kinds.items()}
+    return None if None in sizes.values() else sizes  # type: ignore[return-value]
+
+
+def _cell_sizes(grade_id: str, B: int, T: int, hs: int, d: int) -> tuple[int, ...] | None:
+    """The size tuple of a cell's spec for batch B, length T, head size hs (C drawn as d)."""
     if grade_id.startswith("average-"):
-        return (B, T, d)
+        return (B, T, hs)
     if grade_id in ("affinities", "attend"):
         return (B, T, d + 1, hs)
     if grade_id == "mask-then-softmax":
         return (B, T, T)
     if grade_id == "head":
-        return (d + 1, hs, T + c, B, T)  # n_embd, head_size, block_size >= T, B, T
+        return (d + 1, hs, T + d, B, T)  # n_embd, head_size, block_size >= T, B, T
     if grade_id in ("capture-attention", "unmasked-head", "value-ablation"):
-        return (B, T, d, hs, T + c)  # B, T, C, head_size, block_size
+        return (B, T, d, hs, T + d)  # B, T, C, head_size, block_size
     if grade_id == "sdpa-forward":
         return (B, T)
     return None
@@ -158,19 +164,64 @@ def setup_namespace() -> dict[str, Any]:
 
 def grade_written(writer: Writer, choose: Choose, seed: int) -> tuple[str, Any]:
     """Write an answer with `choose`, run it beside the setup names, grade it in-process on
-    one extra size (drawn with `choose` too) and tensors from `seed`."""
+    the extra sizes (B == T == hs, T = 1 and one drawn with `choose` too) and tensors from
+    `seed`."""
     from autograder.checks import run_in_process, spec_for
 
     source = writer.write(choose)
-    spec = spec_for(writer.grade_id)
-    sizes = extra_sizes(writer.grade_id, choose)
-    spec = spec.resized({"drawn": sizes} if sizes else {}, seed=seed)
+    spec = spec_for(writer.grade_id).resized(extra_sizes(writer.grade_id, choose) or {}, seed=seed)
     ns = setup_namespace()
     try:
         exec_cell(source, ns, f"<answer {writer.grade_id}>")
     except Exception:  # noqa: S110 - the spec reports the missing names
         pass
     return source, run_in_process(spec, ns)
+
+
+def draws(writer: Writer) -> bool:
+    """Does the answer or the cell's sizes depend on a draw (else one example says it all)?"""
+    made: list[str] = []
+
+    def recording(name: str, options: Sequence[Any]) -> Any:
+        made.append(name)
+        return options[0]
+
+    writer.write(recording)
+    return bool(made) or extra_sizes(writer.grade_id, first_choice) is not None
+
+
+@dataclass
+class Tally:
+    """Per catalog id: [wrong answers, lost points, named]; per answer cell: [correct answers,
+    full marks with nothing named]. `add` says whether the answer was graded as it should be."""
+
+    wrong: dict[str, list[int]] = field(default_factory=lambda: defaultdict(lambda: [0, 0, 0]))
+    right: dict[str, list[int]] = field(default_factory=lambda: defaultdict(lambda: [0, 0]))
+
+    def add(self, writer: Writer, result: Any) -> bool:
+        lost = result.score < result.max_score
+        if writer.mistake is None:
+            clean = not lost and not result.mistakes
+            self.right[writer.grade_id][0] += 1
+            self.right[writer.grade_id][1] += clean
+            return clean
+        named = lost and writer.mistake in result.mistakes
+        counts = self.wrong[writer.mistake]
+        counts[0] += 1
+        counts[1] += lost
+        counts[2] += named
+        return named
+
+    def table(self) -> str:
+        lines = [f"{'catalog id':22s} {'answers':>8s} {'lost pts':>9s} {'named':>7s} {'rate':>7s}"]
+        for mistake in sorted(self.wrong):
+            n, lost, named = self.wrong[mistake]
+            lines.append(f"{mistake:22s} {n:8d} {lost:9d} {named:7d} {100 * named / n:6.1f}%")
+        lines += ["", f"{'answer cell (correct)':22s} {'answers':>8s} {'full, unnamed':>14s}"]
+        for gid in sorted(self.right):
+            n, clean = self.right[gid]
+            lines.append(f"{gid:22s} {n:8d} {clean:14d} {100 * clean / n:6.1f}%")
+        return "\n".join(lines)
 
 
 @pytest.fixture(scope="module")

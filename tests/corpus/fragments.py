@@ -35,7 +35,7 @@ SCORES = {
     "tied-qk": [
         "wei = q @ q.transpose(-2, -1)",
         "wei = k @ k.transpose(-2, -1)",
-        "wei = torch.einsum('btd,bsd->bts', q, q)",
+        "k = q\nwei = q @ k.transpose(-2, -1)",
     ],
     "transpose-batch": [
         "wei = q @ k.transpose(0, 1)",
@@ -151,26 +151,47 @@ MASK_IDS = set(MASKS) - {None}
 SOFTMAX_IDS = set(SOFTMAXES) - {None}
 JOINT_IDS = set(MASK_THEN_SOFTMAX)
 WEIGHT_IDS = MASK_IDS | SOFTMAX_IDS | JOINT_IDS
+# what a mask mistake makes of the lower triangle, for a joint piece that masks with {tril}
+SEEN_BY = {
+    "triu-mask": "{tril}.T",
+    "mask-polarity": "(1 - {tril})",
+    "loop-exclusive": "torch.tril({tril}, -1)",
+}
+
+# one catalog id, several (a piece each, from different tables), or None
+Mistakes = str | tuple[str, ...] | None
 
 
-def pick(choose: Choose, name: str, table: dict, mistake: str | None, way: int | None) -> str:
-    """The piece of `table` for `mistake` (way `way` of it) or a correct piece (drawn)."""
-    if mistake is not None and mistake in table:
-        return table[mistake][way or 0]
+def ids(mistake: Mistakes) -> tuple[str, ...]:
+    if mistake is None:
+        return ()
+    return (mistake,) if isinstance(mistake, str) else tuple(mistake)
+
+
+def pick(choose: Choose, name: str, table: dict, mistake: Mistakes, way: int | None) -> str:
+    """The piece of `table` for the mistake it holds (way `way` of it) or a correct piece
+    (drawn)."""
+    for m in ids(mistake):
+        if m in table:
+            return table[m][(way or 0) % len(table[m])]
     return choose(name, table[None])
 
 
 def weights_lines(
     choose: Choose,
-    mistake: str | None,
+    mistake: Mistakes,
     way: int | None,
     tril: str,
     T: str = "T",
     query_axis: str = "-2",
 ) -> str:
-    """Scores `wei` -> weights `wei`: mask then softmax, or one mistake of either."""
-    if mistake is not None and mistake in JOINT_IDS:
-        text = MASK_THEN_SOFTMAX[mistake][way or 0]
+    """Scores `wei` -> weights `wei`: mask then softmax, with the mistakes of either, or a
+    joint piece (masked after the softmax, unnormalised) under the mask a mask mistake sees."""
+    joint = [m for m in ids(mistake) if m in JOINT_IDS]
+    if joint:
+        seen = [SEEN_BY[m] for m in ids(mistake) if m in SEEN_BY]
+        tril = seen[0].replace("{tril}", tril) if seen else tril
+        text = pick(choose, "joint", MASK_THEN_SOFTMAX, joint[0], way)
     else:
         mask = pick(choose, "mask", MASKS, mistake, way)
         softmax = pick(choose, "softmax", SOFTMAXES, mistake, way)
@@ -178,9 +199,7 @@ def weights_lines(
     return text.replace("{T}", T).replace("{tril}", tril).replace("{query_axis}", query_axis)
 
 
-def scaled_scores(
-    choose: Choose, mistake: str | None, way: int | None, scales: dict = SCALES
-) -> str:
+def scaled_scores(choose: Choose, mistake: Mistakes, way: int | None, scales: dict = SCALES) -> str:
     """q, k -> scores `wei`, scaled as `scales` says (or one mistake of the scores or scale)."""
     where, scale = pick(choose, "scale", scales, mistake, way)
     scores = pick(choose, "scores", SCORES, mistake, way)
@@ -188,7 +207,7 @@ def scaled_scores(
     return "\n".join(line for line in lines if line)
 
 
-def aggregate_line(choose: Choose, mistake: str | None, way: int | None, v: str = "v") -> str:
+def aggregate_line(choose: Choose, mistake: Mistakes, way: int | None, v: str = "v") -> str:
     return pick(choose, "aggregate", AGGREGATES, mistake, way).replace("{v}", v)
 
 

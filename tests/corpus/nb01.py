@@ -27,13 +27,13 @@ LOOP_BODIES = {
     ],
     "triu-mask": [
         "out[b, t] = x[b, t:].mean(0)",
-        "out[b, t] = x[b, t:T].sum(0) / (T - t)",
+        "out[b, t] = x[b].flip(0)[: T - t].mean(0)",
     ],
     "tril-unnormalised": [
         "out[b, t] = x[b, : t + 1].sum(0)",
-        "out[b, t] = torch.sum(x[b, : t + 1], dim=0)",
+        "out[b, t] = x[b, t] + (out[b, t - 1] if t > 0 else 0)",
     ],
-    "fill-zero": ["out[b, t] = x[b].mean(0)", "out[b, t] = x[b, :].sum(0) / T"],
+    "fill-zero": ["out[b, t] = x[b].mean(0)", "out[b, t] = sum(x[b, s] for s in range(T)) / T"],
     "mask-after-softmax": ["out[b, t] = x[b, : t + 1].sum(0) / T"],
     "mask-polarity": ["out[b, t] = x[b, t + 1 :].mean(0)"],
 }
@@ -109,7 +109,7 @@ MATRICES = {
     ],
     "tril-unnormalised": [
         "wei = torch.tril(torch.ones(T, T))",
-        "wei = torch.ones(T, T).tril()",
+        "wei = (torch.arange(T)[:, None] >= torch.arange(T)[None, :]).to(x.dtype)",
     ],
     "loop-exclusive": [
         "wei = torch.tril(torch.ones(T, T), diagonal=-1)\nwei = wei / wei.sum(1, keepdim=True)",

@@ -64,10 +64,7 @@ MULTI_HEAD = {
             "nn.ModuleList([{head} for _ in range(n_head)])",
             "F.dropout(self.proj(out), self.p, training=True)",
         ),
-        (
-            "nn.ModuleList([{head} for _ in range(n_head)])",
-            "nn.functional.dropout(self.proj(out), p=self.p)",
-        ),
+        ("nn.ModuleList([{head} for _ in range(n_head)])", "nn.Dropout(self.p)(self.proj(out))"),
     ],
 }
 CONCAT = [
