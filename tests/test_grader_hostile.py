@@ -4,8 +4,9 @@ One class (the first notebook only) graded once with tight limits: every attack 
 threat model (tests/corpus/hostile.py `attacks`), the broken and hostile examples (invalid
 JSON, stripped metadata, endless loops, os._exit, 100 MB of output, a memory hog,
 monkeypatching, ...), symbolic links and a FIFO, and honest bystanders. Each case must get the
-points its own code earns; no file outside OUT may change (the project, the venv, the temp
-folder); no process may outlive the run. A second, small class comes as a .zip with a zip bomb.
+points its own code earns; no file outside OUT may change (the project, the venv, the run's
+TMPDIR, and /tmp itself: its entries' sizes and times); no process may outlive the run. A
+second, small class comes as a .zip with a zip bomb.
 """
 
 from __future__ import annotations
@@ -99,6 +100,7 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> Graded:
     cases += special_files(klass)
     watched = hostile.Fingerprint([ROOT, scratch], exclude=[out, root, ROOT / ".venv"])
     venv = hostile.Fingerprint([Path(sys.prefix)], exclude=[], contents=False)
+    temp = hostile.TempListing(Path("/tmp"))
     env = {**os.environ, "TMPDIR": str(scratch), "GRADER_SECRET": hostile.SECRET}
     since, start = time.time(), time.monotonic()
     result = hostile.grade(klass, out, *LIMITS, "--notebooks", NOTEBOOK[:2], env=env)
@@ -107,7 +109,8 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> Graded:
     time.sleep(2)  # a daemon left behind would rewrite grades.csv by now
     csv_later = (out / "grades.csv").read_bytes() if (out / "grades.csv").exists() else b""
     return Graded(
-        root, out, cases, result.stderr, seconds, watched.changes() + venv.changes(),
+        root, out, cases, result.stderr, seconds,
+        watched.changes() + venv.changes() + temp.changes(),
         hostile.survivors(since, str(root)), csv_after, csv_later,
     )  # fmt: skip
 
@@ -115,6 +118,7 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> Graded:
 def test_the_run_completes(graded: Graded) -> None:
     assert (graded.out / "grades.csv").is_file(), graded.stderr
     assert graded.seconds < 180, f"the hostile class took {graded.seconds:.0f} s"
+    assert "Graded without the jail" not in (graded.out / "report.html").read_text()
 
 
 def test_each_case_gets_the_points_its_own_code_earns(graded: Graded) -> None:
@@ -173,6 +177,11 @@ def test_formulas_are_neutralised_in_the_csvs(graded: Graded) -> None:
         assert not line.startswith(("=", "+", "-", "@")), line
 
 
+def test_token_soup_earns_full_marks_unless_its_cell_runs_out_of_time(graded: Graded) -> None:
+    status, lost, first = hostile.soup_points(graded.out, NOTEBOOK)
+    assert (status, lost) in {("ok", 0.0), ("timeout", first)}, (status, lost)
+
+
 def test_bounds_hold_for_token_soup_and_slow_cells(graded: Graded) -> None:
     soup = hostile.page_text(feedback_path(graded.out, "atk_token_soup", NOTEBOOK))
     assert "source cut by the grader" in soup
@@ -187,6 +196,8 @@ def test_bounds_hold_for_token_soup_and_slow_cells(graded: Graded) -> None:
 def test_matching_crashes_cost_only_the_extra_files(graded: Graded) -> None:
     log = (graded.out / "grader.log").read_text()
     assert "atk_crash_matching: files not graded: deep.ipynb, scratch.ipynb" in log
+    rows = {r["student"]: r for r in hostile.read_csv(graded.out / "grades.csv")}
+    assert rows["atk_crash_named"]["status"] == "invalid"  # named like the notebook: counted
 
 
 @pytest.fixture(scope="module")

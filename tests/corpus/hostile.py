@@ -10,8 +10,8 @@
   the disk, read secrets, leak hidden tests, active HTML, formula CSV, symlinks), each with
   the points its own code earns.
 - `grade()` runs the command line as an instructor does; `check()` compares OUT with the
-  expectations; `Fingerprint` hashes the files a run must not touch; `survivors()` lists
-  processes a run left behind.
+  expectations; `Fingerprint` hashes the files a run must not touch and `TempListing` lists
+  /tmp itself; `survivors()` lists processes a run left behind.
 """
 
 from __future__ import annotations
@@ -339,6 +339,39 @@ class Fingerprint:
         return sorted(changed + gone)
 
 
+class TempListing:
+    """The entries of a temporary folder itself, to compare before and after a run: a file's
+    size, time and inode, a folder's inode, and every file below a folder the run added. The
+    insides of folders that were there before (another program's) are not looked at."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.entries = self._scan()
+
+    def _scan(self) -> dict[str, str]:
+        found = {}
+        for entry in os.scandir(self.folder):
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                found[entry.path] = f"folder:{info.st_ino}"
+            else:
+                found[entry.path] = f"{info.st_size}:{info.st_mtime_ns}:{info.st_ino}"
+        return found
+
+    def changes(self) -> list[str]:
+        now = self._scan()
+        changed = sorted(
+            p for p in now.keys() | self.entries.keys() if now.get(p) != self.entries.get(p)
+        )
+        added = [p for p in changed if p not in self.entries and now[p].startswith("folder:")]
+        for folder in added:
+            changed += [os.path.join(d, f) for d, _, files in os.walk(folder) for f in files]
+        return changed
+
+
 def _stat(path: Path) -> str:
     info = path.lstat()
     return f"{info.st_size}:{info.st_mtime_ns}:{info.st_ino}:{info.st_mode}"
@@ -566,12 +599,29 @@ def attacks(notebook: str, paths: dict[str, Path]) -> list[Case]:
     return cases + _bounds(notebook, ids) + _matching(notebook)
 
 
+def soup_points(out: Path, notebook: str) -> tuple[str, float, float]:
+    """atk_token_soup's status, the points it lost, and the points of the answer cell its
+    soup follows."""
+    key = ("atk_token_soup", notebook)
+    grades = read_csv(out / "grades.csv")
+    status = next(r["status"] for r in grades if (r["student"], r["notebook"]) == key)
+    cells = {
+        r["grade_id"]: r
+        for r in read_csv(out / "cells.csv")
+        if (r["student"], r["notebook"]) == key and r["kind"] == "auto"
+    }
+    lost = sum(float(c["max_score"]) - float(c["score"]) for c in cells.values())
+    return status, lost, float(cells[next(iter(solutions(notebook)))]["max_score"])
+
+
 def _bounds(notebook: str, ids: list[str]) -> list[Case]:
     soup = "_soup = [" + "1, " * 128_000 + "]\n"  # 384 KB of tokens
     return [
-        # Its points depend on how fast the machine compiles 384 KB: the bounds are the test.
+        # Full marks, unless compiling 384 KB takes this machine longer than the cell timeout:
+        # then status timeout and the soup's own cell loses its points (`soup_points`).
         Case("atk_token_soup", "a correct answer followed by 384 KB of tokens",
-             {notebook: _tail(notebook, ids[0], soup)}, {}),
+             {notebook: _tail(notebook, ids[0], soup)},
+             {notebook: Expect("ok or timeout", frozenset(), free=frozenset({ids[0]}))}),
         Case("atk_slow_cells", "every answer cell ends in an endless loop",
              {notebook: _answers_with(notebook, {
                  g: full_answers(notebook)[g] + "\n" + ENDLESS for g in ids})},
@@ -583,10 +633,13 @@ def _matching(notebook: str) -> list[Case]:
     crash = nbformat.v4.new_notebook()
     crash.cells = [nbformat.v4.new_code_cell("x = " + "1+" * 5000 + "1")]
     nested = b"[" * 100_000 + b"]" * 100_000
+    named = f"{Path(notebook).stem} (final).ipynb"  # matched by its name, unparseable
     return [
         Case("atk_crash_matching", "a correct notebook and two extra files that crash matching",
              {notebook: dump(correct(notebook)), "scratch.ipynb": dump(crash),
               "deep.ipynb": nested}, {notebook: Expect("ok")}),
+        Case("atk_crash_named", "a file named like the notebook whose parsing crashes",
+             {named: nested}, {notebook: Expect("invalid", None)}),
     ]  # fmt: skip
 
 
