@@ -140,7 +140,8 @@ def grade_settings(args: argparse.Namespace) -> tuple[Settings, list[str], dict]
 
 
 def check_jail(settings: Settings) -> None:
-    """Refuse early, in one line, when the jail is asked for and cannot be had."""
+    """Refuse early, in one line, when the jail is asked for and cannot be had: bwrap
+    missing, or unable to start a jail on this machine (`Jail.selftest`)."""
     if settings.jail and settings.scheduler is None:
         try:
             Jail.from_settings()
