@@ -67,7 +67,7 @@ class Judge:
     def all(self, answers: dict[str, str | None]) -> dict[str, CellResult]:
         """Every autograded cell, in notebook order, with a fresh probe server (jailed: one
         per student's notebook, so nothing one student's code leaves behind meets another's)."""
-        self.sandbox.begin(self.master.notebook)
+        self.sandbox.begin(self.master.notebook, self.deadline)
         try:
             return {g: self.cell(g, p, answers) for g, p in self.master.graded.items()}
         finally:
