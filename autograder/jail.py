@@ -408,9 +408,10 @@ def user_namespace(uid: int, timeout: float = 10.0) -> int:
     return fd
 
 
-def hidden_helpers(notebook: str | None) -> list[str]:
+def hidden_helpers(notebook: str | None, probes: bool = False) -> list[str]:
     """Modules that give `notebook`'s answers away, hidden from its jails: the course helpers
-    `autograder.staging.hidden_helpers` names, and the probe modules that the probe
+    `autograder.staging.hidden_helpers` names (for a probe jail, `probe_hidden_helpers`: also
+    the earlier answers its setup does not hand out), and the probe modules that the probe
     package's `REVEALS` (module file -> last notebook whose answers it holds) marks.
 
     Without a notebook no helper is hidden.
@@ -419,7 +420,8 @@ def hidden_helpers(notebook: str | None) -> list[str]:
 
     if not notebook:
         return []
-    hidden = list(staging.hidden_helpers(notebook))
+    course = staging.probe_hidden_helpers if probes else staging.hidden_helpers
+    hidden = list(course(notebook))
 
     reveals: dict[str, str] = getattr(probe, "REVEALS", {})
     hidden += [module for module, last in reveals.items() if notebook[:2] <= last[:2]]

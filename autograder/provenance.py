@@ -1,7 +1,9 @@
 """Is a graded name defined in its answer cell, or imported from somewhere else?
 
 An answer that imports its graded names (from the course helpers, the grader, any module)
-instead of defining them earns nothing for that cell. Two witnesses, either one enough:
+instead of defining them earns nothing for that cell, and so does one that imports a helper
+holding earlier answers that its notebook's setup does not hand out (`revealing_imports`).
+Two witnesses of an imported name, either one enough:
 
 - `static_imports` (here, on the grader's side, from the source alone): graded names bound by
   an import statement of the cell, or assigned from an attribute of an imported module
@@ -84,6 +86,34 @@ def static_imports(source: str, names: Iterable[str], setup: Iterable[str] = ())
     return found
 
 
+def revealing_imports(source: str, setup: Iterable[str] = ()) -> list[str]:
+    """Helper modules holding earlier answers (`staging.REVEALS`) that the answer cell imports
+    although the notebook's setup cells do not: an answer composed from them is not written
+    (the probe's jail hides them too, so such an import fails there)."""
+    from autograder import staging
+
+    tree = _parse(source)
+    if tree is None:
+        return []
+    revealing = {staging.module_name(m) for m in staging.REVEALS}
+    setup_trees = [t for t in (_parse(s) for s in setup) if t is not None]
+    handed_out = revealing & _imported_names(setup_trees)
+    return sorted((revealing & _imported_names([tree])) - handed_out)
+
+
+def _imported_names(trees: Iterable[ast.Module]) -> set[str]:
+    """Dotted names of the modules (and submodules) that import statements load."""
+    names: set[str] = set()
+    for tree in trees:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names.add(node.module)
+                names |= {f"{node.module}.{a.name}" for a in node.names}
+    return names
+
+
 def screen(
     observed: dict[str, Any],
     source: str | None,
@@ -95,9 +125,11 @@ def screen(
 
     An answer that never defined its names ("!missing") keeps that marker.
     """
+    graded = list(names)
+    if revealing_imports(source or "", setup):
+        return {MARKER: graded}
     if "!missing" in observed:
         return observed
-    graded = list(names)
     found = static_imports(source or "", graded, setup)
     found += [n for n in graded if n in (imported or {}) and n not in found]
     return {MARKER: found} if found else observed

@@ -349,7 +349,7 @@ class ProbeServer:
         argv = [jail.python, "-s", "-P", "-m", f"{PROBE_PACKAGE}.child"]
         argv += [SCRATCH, str(jail.file_bytes)]
         env = jail.environment(MPLBACKEND="Agg")
-        hidden = hidden_helpers(notebook)
+        hidden = hidden_helpers(notebook, probes=True)
         launch = jail.launch(argv, self.folder, hidden=hidden, env=env, probes=True)
         try:
             self.proc = subprocess.Popen(

@@ -6,7 +6,10 @@ gives the answers of its notebook away, so:
 
 - the grader hides it from the jail while probing that notebook or a later one
   (`hidden_helpers`): a module that reveals notebook N reveals every answer up to N that it
-  holds, and no notebook imports a module revealing itself or a later notebook;
+  holds, and no notebook imports a module revealing itself or a later notebook; a probe of
+  its answer cells sees only the revealing modules its setup cells import
+  (`probe_hidden_helpers`), so an answer cannot be composed from earlier answers that the
+  notebook hands out only after it;
 - a student release contains it only once its notebook is no longer open (`shippable_helpers`).
 
 Paths are relative to the project root, in POSIX form; notebooks are named by their file name
@@ -46,6 +49,18 @@ NEEDS: dict[str, tuple[str, ...]] = {
 }
 
 
+# notebook -> the revealing helpers its setup cells import: the only ones a probe of its answer
+# cells may see (the demonstrations after an answer may import more; a test reads the setups)
+SETUP_NEEDS: dict[str, tuple[str, ...]] = {
+    "03_mask_then_softmax.ipynb": ("attention_course/references/nb02.py",),
+    "06_experiments.ipynb": ("attention_course/references/nb05.py",),
+    "07_head_on_gpu.ipynb": (
+        "attention_course/references/nb05.py",
+        "attention_course/references/nb06.py",
+    ),
+}
+
+
 # notebook -> the last earlier notebook whose answers its own cells show as code (the lecture's
 # lines that later notebooks repeat); releasing it gives those answers away as a helper would
 SHOWS: dict[str, str] = {
@@ -75,6 +90,20 @@ def hidden_helpers(notebook: str | Path) -> list[str]:
     """
     at = _order(notebook)
     return sorted(module for module, last in REVEALS.items() if _order(last) >= at)
+
+
+def probe_hidden_helpers(notebook: str | Path) -> list[str]:
+    """Helper modules hidden from the probes of `notebook`'s answer cells: every revealing
+    module its setup cells do not import. An answer composed from earlier answers that the
+    page does not hand out (04's setup gives no `affinities`) cannot import them there."""
+    given = SETUP_NEEDS.get(notebook_name(notebook), ())
+    return sorted(module for module in REVEALS if module not in given)
+
+
+def module_name(module: str) -> str:
+    """The import name of a helper file: "attention_course/references/nb02.py" ->
+    "attention_course.references.nb02"."""
+    return module.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
 
 
 def helper_modules(root: Path = ROOT) -> list[str]:

@@ -13,7 +13,7 @@ from autograder.discover import load_masters
 from autograder.jail import Jail
 from autograder.judge import score_answers
 from autograder.probe.child import answer_label, exec_cell, origins
-from autograder.provenance import screen, static_imports
+from autograder.provenance import revealing_imports, screen, static_imports
 from autograder.rebuild import defined_names
 from autograder.sandbox import ProbeJob, Sandbox
 from tests.corpus import hostile
@@ -166,3 +166,57 @@ def test_the_same_imports_would_earn_full_marks_without_the_check(
         box.close()
     assert spec.evaluate(cases, outcome.observed).score == MASTER.graded[gid]
     assert outcome.imported == {name: "/jail/lib/attention_course/answers.py"}
+
+
+# ---- an answer composed from earlier answers that its notebook does not hand out -----------
+
+NB04 = "04_value_aggregation.ipynb"
+COMPOSED = {
+    "static": (
+        "from attention_course.references.nb02 import affinities\n"
+        "from attention_course.references.nb03 import mask_then_softmax\n\n"
+        "def attend(x, key, query, value):\n"
+        "    return mask_then_softmax(affinities(x, key, query)) @ value(x)\n"
+    ),
+    "dynamic": (  # no import statement for the source check: only the probe's jail stops it
+        "import importlib\n\n"
+        "def attend(x, key, query, value):\n"
+        "    nb02 = importlib.import_module('attention_course.references.nb02')\n"
+        "    nb03 = importlib.import_module('attention_course.references.nb03')\n"
+        "    return nb03.mask_then_softmax(nb02.affinities(x, key, query)) @ value(x)\n"
+    ),
+}
+
+
+def test_revealing_imports_are_those_the_setup_does_not_hand_out() -> None:
+    nb03 = "from attention_course.references.nb03 import mask_then_softmax"
+    assert revealing_imports(nb03) == ["attention_course.references.nb03"]
+    assert revealing_imports("import attention_course.references.nb02 as r") == [
+        "attention_course.references.nb02"
+    ]
+    assert revealing_imports("from attention_course.references import nb05") == [
+        "attention_course.references.nb05"
+    ]
+    assert revealing_imports(nb03, [f"import torch\n{nb03}"]) == []
+    assert revealing_imports("from attention_course import plots\nimport torch") == []
+    flagged = screen({"!missing": ["attend"]}, COMPOSED["static"], ["attend"])
+    assert flagged == {"!imported": ["attend"]}
+
+
+@pytest.mark.parametrize("how", sorted(COMPOSED))
+def test_an_answer_composed_from_earlier_references_scores_zero(how: str, tmp_path: Path) -> None:
+    """04 hands out neither `affinities` nor `mask_then_softmax`: composing them from the
+    references (which compute the right output) earns nothing, jailed, whichever way they are
+    imported."""
+    master = load_masters(notebooks=(NB04,))[NB04]
+    box = Sandbox(
+        cell_timeout=10, memory_bytes=512 * 2**20, scratch=tmp_path, jail=Jail.from_settings()
+    )
+    answers = {**hostile.solutions(NB04), "attend": COMPOSED[how]}
+    try:
+        results, _ = score_answers(master, answers, box)
+    finally:
+        box.close()
+    assert results["attend"].score == 0, results["attend"].render()
+    if how == "static":
+        assert results["attend"].mistakes == ["imported-answer"]

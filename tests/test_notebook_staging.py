@@ -14,7 +14,7 @@ import pytest
 
 from autograder import staging
 from autograder.contract import NOTEBOOKS as ORDER
-from autograder.notebook_io import python_source, read, source
+from autograder.notebook_io import python_source, read, setup_sources, source
 from autograder.paths import NOTEBOOKS, ROOT, SOLUTIONS
 from tests.answer_ops import contains, operations
 from tests.test_notebook_answers import answers, shown_ops
@@ -22,13 +22,15 @@ from tests.test_notebook_answers import answers, shown_ops
 MODULES = staging.helper_modules()
 
 
-def helpers_imported(notebook: str) -> set[str]:
-    """Course-helper files that the code cells of a notebook import."""
+def helpers_imported(notebook: str, setup_only: bool = False) -> set[str]:
+    """Course-helper files that the code cells (or only the setup cells) of a notebook import."""
     found = set()
-    for cell in read(SOLUTIONS / notebook).cells:
-        if cell.cell_type != "code":
-            continue
-        for node in ast.walk(ast.parse(python_source(source(cell)))):
+    nb = read(SOLUTIONS / notebook)
+    cells = (
+        setup_sources(nb) if setup_only else [source(c) for c in nb.cells if c.cell_type == "code"]
+    )
+    for cell in cells:
+        for node in ast.walk(ast.parse(python_source(cell))):
             names = []
             if isinstance(node, ast.ImportFrom) and node.module:
                 names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
@@ -71,6 +73,18 @@ def test_needs_is_what_the_notebook_imports(notebook: str) -> None:
     assert revealing == set(staging.NEEDS.get(notebook, ())), (
         f"{notebook} imports {sorted(revealing)}; NEEDS says {staging.NEEDS.get(notebook)}"
     )
+
+
+@pytest.mark.parametrize("notebook", ORDER)
+def test_setup_needs_is_what_the_setup_cells_import(notebook: str) -> None:
+    setup = {m for m in helpers_imported(notebook, setup_only=True) if m in staging.REVEALS}
+    assert setup == set(staging.SETUP_NEEDS.get(notebook, ())), (
+        f"{notebook}'s setup imports {sorted(setup)}; SETUP_NEEDS says "
+        f"{staging.SETUP_NEEDS.get(notebook)}"
+    )
+    hidden = set(staging.probe_hidden_helpers(notebook))
+    assert hidden >= set(staging.hidden_helpers(notebook))
+    assert not hidden & setup, "a probe must see what the setup cells it runs import"
 
 
 @pytest.mark.parametrize("notebook", ORDER)
