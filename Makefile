@@ -34,7 +34,7 @@ help:
 	@echo "make grade    the autograder on the bundled example submissions -> $(OUT)/"
 	@echo "make release  regenerate notebooks/ (and the example class) from solutions/ with nbgrader"
 	@echo "make lint     ruff over the Python files and the notebooks"
-	@echo "make bench    grading cost against bare execution; --jobs 1 against --jobs 2"
+	@echo "make bench    grading cost against bare execution, --jobs 1 against 2 and Dask; naming rate"
 	@echo "make badges   rewrite Colab badges and setup cells from [tool.course] in pyproject.toml"
 	@echo "make student-release ASSIGNMENTS=01,02 [GRADED=01] DEST=dir   the students' own tree"
 	@echo "make export [FORMAT=canvas|moodle]   OUT/final-grades.csv (+ the platform's import CSV)"
