@@ -345,8 +345,8 @@ def test_flooding_a_probes_shared_folder_stops_its_jail_and_leaves_nothing(
     sandbox: Sandbox,
 ) -> None:
     flood = (
-        "import glob, os, time\n"
-        "folder = os.path.dirname(glob.glob('/tmp/**/job.json', recursive=True)[0])\n"
+        "import os, time\n"  # os.walk follows no link (an earlier probe of this jail left one to /)
+        "folder = next(d for d, _, files in os.walk('/tmp') if 'job.json' in files)\n"
         "for i in range(3):\n"
         "    with open(os.path.join(folder, f'f{i}'), 'wb') as f:\n"
         "        for _ in range(40):\n"
