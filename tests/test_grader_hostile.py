@@ -98,8 +98,11 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> Graded:
     ]
     hostile.write_class(klass, cases)
     cases += special_files(klass)
-    watched = hostile.Fingerprint([ROOT, scratch], exclude=[out, root, ROOT / ".venv"])
-    venv = hostile.Fingerprint([Path(sys.prefix)], exclude=[], contents=False)
+    # Contents of the project's own files; size, time and inode of the large trees (the venv,
+    # and build/ with the test suite's Colab venv: digesting it took over a minute).
+    bulky = [Path(sys.prefix), ROOT / "build"]
+    watched = hostile.Fingerprint([ROOT, scratch], exclude=[out, root, *bulky])
+    venv = hostile.Fingerprint([p for p in bulky if p.is_dir()], exclude=[], contents=False)
     temp = hostile.TempListing(Path("/tmp"))
     env = {**os.environ, "TMPDIR": str(scratch), "GRADER_SECRET": hostile.SECRET}
     since, start = time.time(), time.monotonic()
@@ -179,7 +182,8 @@ def test_formulas_are_neutralised_in_the_csvs(graded: Graded) -> None:
 
 def test_token_soup_earns_full_marks_unless_its_cell_runs_out_of_time(graded: Graded) -> None:
     status, lost, first = hostile.soup_points(graded.out, NOTEBOOK)
-    assert (status, lost) in {("ok", 0.0), ("timeout", first)}, (status, lost)
+    # a timeout stops the kernel; the probes may still judge the cell (then nothing is lost)
+    assert (status, lost) in {("ok", 0.0), ("timeout", 0.0), ("timeout", first)}, (status, lost)
 
 
 def test_bounds_hold_for_token_soup_and_slow_cells(graded: Graded) -> None:
