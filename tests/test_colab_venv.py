@@ -3,8 +3,10 @@
 A fresh venv holds only Colab's packages (torch, numpy, matplotlib, ipywidgets, ipykernel,
 tqdm, at this project's pins) and the helpers installed the way the setup cell's Colab branch
 does it (its own pip command, --no-deps, on a copy of the project); the grader package that
-comes along is removed, so nbgrader, pytest and autograder cannot be imported. The venv is
-cached under build/colab-venv/<hash of its requirements> and rebuilt when they change.
+comes along is removed, so nbgrader, pytest and autograder cannot be imported. Colab's
+packages and everything they require are linked into the venv's site-packages from this
+project's venv (the same pinned versions, in seconds instead of installing torch again);
+nothing else is. The venv is cached under build/colab-venv/<hash of its requirements>.
 
 Every notebook of notebooks/ then runs twice in that venv's kernel, from a directory outside
 the project:
@@ -12,13 +14,14 @@ the project:
    only raise NotImplementedError, and any other cell may fail only with NotImplementedError
    (it called a stub) or, whatever the error, if it reads a contract name or a name that an
    earlier failed cell writes (a data-flow path from an unfilled answer to the failure);
-2. with the solutions' answers in the answer cells, exactly as a student in Colab runs it
-   (no NBGRADER_EXECUTION): no cell may fail at all.
-Pass 1 runs with NBGRADER_EXECUTION set, so training cells take their shorter grading path;
-it is also nbgrader's validation inverted (no autograded test cell passes on the untouched
-release, nothing fails before the first answer cell). Pass 2 proves the non-answer cells need
-nothing beyond Colab's packages; pass 1 proves the released notebook fails only where the
-student has work to do.
+2. with the solutions' answers in the answer cells, as a student in Colab runs it: no cell
+   may fail at all.
+Both passes take the notebooks' short training runs (`COURSE_SHORT_RUNS`, the same cells with
+fewer steps and seeds; the lecture's lengths run under nbval), and pass 1 runs as nbgrader
+does (`NBGRADER_EXECUTION`): it is nbgrader's validation inverted (no autograded test cell
+passes on the untouched release, nothing fails before the first answer cell). Pass 2 proves
+the non-answer cells need nothing beyond Colab's packages; pass 1 proves the released notebook
+fails only where the student has work to do.
 """
 
 from __future__ import annotations
@@ -79,16 +82,59 @@ def _run(*args: str | Path, **kwargs) -> str:
     return done.stdout
 
 
+def closure(names: list[str]) -> dict[str, importlib.metadata.Distribution]:
+    """The installed distributions of `names` and of everything they require (no extras)."""
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    found: dict[str, importlib.metadata.Distribution] = {}
+    todo = list(names)
+    while todo:
+        name = canonicalize_name(todo.pop())
+        if name in found:
+            continue
+        dist = found[name] = importlib.metadata.distribution(name)
+        for spec in dist.requires or []:
+            req = Requirement(spec)
+            if req.marker is None or req.marker.evaluate({"extra": ""}):
+                todo.append(req.name)
+    return found
+
+
+def link_packages(dists: dict[str, importlib.metadata.Distribution], site: Path) -> None:
+    """Link each distribution's top-level modules, packages and metadata into `site`."""
+    for name, dist in dists.items():
+        assert dist.files, f"{name} has no RECORD: cannot tell its files"
+        for top in {f.parts[0] for f in dist.files}:
+            if top in ("..", "__pycache__") or (site / top).exists():
+                continue  # scripts and data outside site-packages; a shared namespace folder
+            (site / top).symlink_to(Path(dist.locate_file(top)))
+
+
 def base_venv() -> Path:
     """The cached venv of Colab's packages (built once per requirement list)."""
     reqs = requirements()
-    key = hashlib.sha256("\n".join([sys.version, *reqs]).encode()).hexdigest()[:12]
+    key = hashlib.sha256("\n".join([sys.version, "linked", *reqs]).encode()).hexdigest()[:12]
     venv = ROOT / "build" / "colab-venv" / key
     if (venv / ".ready").exists():
         return venv
     shutil.rmtree(venv, ignore_errors=True)
     _run(sys.executable, "-m", "venv", venv)
-    _run(venv / "bin" / "python", "-m", "pip", "install", "-q", *reqs)
+    from packaging.requirements import Requirement
+
+    pins = [Requirement(r) for r in reqs]
+    names = [pin.name for pin in pins]
+    assert all(pin.specifier.contains(importlib.metadata.version(pin.name)) for pin in pins), (
+        "this venv does not hold requirements.txt's pins: run make venv"
+    )
+    site = Path(
+        _run(
+            venv / "bin" / "python",
+            "-c",
+            "import sysconfig; print(sysconfig.get_paths()['purelib'])",
+        ).strip()
+    )
+    link_packages(closure(names), site)
     (venv / "requirements.txt").write_text("\n".join(reqs) + "\n")
     (venv / ".ready").write_text("")
     return venv
@@ -179,6 +225,7 @@ def colab_like_environment(monkeypatch: pytest.MonkeyPatch, colab_python: Path) 
     monkeypatch.setenv("JUPYTER_PATH", str(colab_python.parent.parent / "share" / "jupyter"))
     for var in ("MPLBACKEND", "PYTHONPATH", "NBGRADER_EXECUTION"):
         monkeypatch.delenv(var, raising=False)  # Colab draws inline and is not nbgrader
+    monkeypatch.setenv("COURSE_SHORT_RUNS", "1")  # the same cells, fewer training steps
 
 
 def test_there_are_student_notebooks() -> None:
@@ -210,7 +257,6 @@ def test_notebook_needs_only_colab_packages(
     # Pass 1: as released. An error is the stub's doing when it is NotImplementedError, or
     # when the failing cell reads a contract name or a name that an earlier failed cell (or
     # a stub) writes: a data-flow path from an unfilled answer to the failure.
-    # The notebooks' shorter training under the grader is enough to see where errors come from.
     monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
     errors = execute(released, tmp_path / "released")
     first_answer = next(i for i, c in enumerate(released.cells) if is_answer(c))
