@@ -164,7 +164,18 @@ def kill_tree(root: psutil.Process) -> None:
             pass
 
 
-class GradingClient(NotebookClient):
+class WidgetlessClient(NotebookClient):
+    """nbclient that plays no widget front end, for running notebooks unattended."""
+
+    def on_comm_open_jupyter_widget(self, msg: dict[str, Any]) -> None:
+        """nbclient's stand-in for an Output widget answers the kernel on the shell socket
+        while a read of that socket is pending; the read can then miss the cell's reply and
+        wake only at the cell timeout (a 2-minute stall after an ipywidgets cell, measured).
+        Nobody looks at the widgets of an unattended run, so none answers."""
+        return None
+
+
+class GradingClient(WidgetlessClient):
     """nbclient with capped outputs, no widget front end, and a watchdog told about the
     kernel's pid."""
 
@@ -172,13 +183,6 @@ class GradingClient(NotebookClient):
         super().__init__(nb, **kw)
         self.watchdog = watchdog
         self._sizes: dict[int, int] = {}
-
-    def on_comm_open_jupyter_widget(self, msg: dict[str, Any]) -> None:
-        """Play no widget front end. nbclient's stand-in for an Output widget answers the
-        kernel on the shell socket while a read of that socket is pending; the read can then
-        miss the cell's reply and wake only at the cell timeout (a 2-minute stall after an
-        ipywidgets cell, measured). The grader needs no widget to update, so none answers."""
-        return None
 
     def output(
         self, outs: list[NotebookNode], msg: dict[str, Any], display_id: str, cell_index: int
