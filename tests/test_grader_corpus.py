@@ -1,14 +1,17 @@
-"""The grader end to end on a sample of the corpus, the solutions and the release.
+"""The grader end to end on a sample of the corpus and the release.
 
 One class, graded once with `python -m autograder grade --jobs 2` (jailed): a student handing
-in the solutions (full marks on every autograded cell of every notebook), one handing in the
-release untouched (`unanswered`, zero everywhere), one student per round of the end-to-end
-mutation sample (`hostile.mutation_sample`: every catalog mistake at least once and every
-answer cell that has a mutation, several per notebook run, in cells that do not use each
+in the release untouched (`unanswered`, zero everywhere), and one student per round of the
+end-to-end mutation sample (`hostile.mutation_sample`: every catalog mistake at least once and
+every answer cell that has a mutation, several per notebook run, in cells that do not use each
 other's names; each must lose points and be named in diagnoses.csv and, in words, in the
-feedback) and one per round of alternatives (one per answer cell; full marks). Every mutation
-and alternative of the corpus is judged in-process by test_checks_corpus.py; this test proves
-that the command line (rebuild, jail, kernel, probes, outputs) carries each mistake through.
+feedback). Beside the mutations, in the cells they leave alone, sit the corpus's correct
+alternatives (one per answer cell; full marks, nothing named); an alternative that fits no
+round is graded in a round of its own. Every mutation and alternative of the corpus is judged
+in-process by test_checks_corpus.py, and the solutions score full marks in the jail in
+test_grader_sandbox.py; this test proves that the command line (rebuild, jail, kernel, probes,
+outputs) carries each mistake and each correct answer through, with as few notebook runs as
+the sample allows.
 """
 
 from __future__ import annotations
@@ -26,30 +29,27 @@ NOTEBOOKS = hostile.course_notebooks()
 def corpus_class() -> list[hostile.Case]:
     cases = [
         hostile.Case(
-            "solutions",
-            "the solutions",
-            {nb: hostile.dump(hostile.correct(nb)) for nb in NOTEBOOKS},
-            {nb: hostile.Expect("ok") for nb in NOTEBOOKS},
-        ),
-        hostile.Case(
             "release",
             "the release, untouched",
             {nb: hostile.dump(hostile.release(nb)) for nb in NOTEBOOKS},
             {nb: hostile.Expect("unanswered", None) for nb in NOTEBOOKS},
         ),
     ]
-    mutants: dict[int, hostile.Case] = {}
-    alternatives: dict[int, hostile.Case] = {}
+    rounds: dict[int, hostile.Case] = {}
     for nb in NOTEBOOKS:
-        for k, batch in enumerate(hostile.sample_rounds(nb)):
-            case = mutants.setdefault(k, hostile.Case(f"mutants_{k + 1:02d}", "mutations", {}))
-            case.files[nb] = hostile.dump(hostile.mutated(nb, batch))
+        mutations = hostile.sample_rounds(nb)
+        beside, left = hostile.alternatives_beside(nb, mutations, hostile.alternative_sample(nb))
+        batches = list(zip(mutations, beside, strict=True))
+        batches += [([], alone) for alone in hostile.group(nb, left)]
+        for k, (batch, alternatives) in enumerate(batches):
+            case = rounds.setdefault(k, hostile.Case(f"round_{k + 1:02d}", "mixed", {}))
+            case.files[nb] = hostile.dump(hostile.mutated(nb, batch, alternatives))
             case.expect[nb] = hostile.expect_mutations(batch)
-        for k, batch in enumerate(hostile.group(nb, hostile.alternative_sample(nb))):
-            case = alternatives.setdefault(k, hostile.Case(f"alternatives_{k + 1:02d}", "alts", {}))
-            case.files[nb] = hostile.dump(hostile.with_alternatives(nb, batch))
-            case.expect[nb] = hostile.Expect("ok")
-    return cases + list(mutants.values()) + list(alternatives.values())
+            ALTERNATIVE_CELLS.update((case.student, nb, a.grade_id) for a in alternatives)
+    return cases + list(rounds.values())
+
+
+ALTERNATIVE_CELLS: set[tuple[str, str, str]] = set()  # (student, notebook, grade_id)
 
 
 @pytest.fixture(scope="module")
@@ -92,20 +92,25 @@ def test_every_mistake_and_answer_cell_is_in_the_class(
     assert alternative_cells == sampled
 
 
-def test_solutions_get_every_point_and_the_release_none(
+def test_alternatives_get_every_point_and_the_release_none(
     graded: tuple[Path, list[hostile.Case]],
 ) -> None:
     out, _ = graded
-    rows = hostile.read_csv(out / "grades.csv")
-    for row in rows:
-        if row["student"] == "solutions":
-            assert row["status"] == "ok", row
-            auto = float(row["max_score"]) - float(row["manual_max"])
-            assert float(row["score"]) == auto and auto > 0, row
-            assert row["manual_state"] == ("waiting" if float(row["manual_max"]) else ""), row
+    assert ALTERNATIVE_CELLS, "no alternative in the class"
+    cells = {
+        (r["student"], r["notebook"], r["grade_id"]): r for r in hostile.read_csv(out / "cells.csv")
+    }
+    for key in ALTERNATIVE_CELLS:
+        assert key in cells and float(cells[key]["score"]) == float(cells[key]["max_score"]), key
+    named = {
+        (r["student"], r["notebook"], r["grade_id"])
+        for r in hostile.read_csv(out / "diagnoses.csv")
+    }
+    assert not ALTERNATIVE_CELLS & named, sorted(ALTERNATIVE_CELLS & named)
+    for row in hostile.read_csv(out / "grades.csv"):
         if row["student"] == "release":
             assert row["status"] == "unanswered" and float(row["score"]) == 0.0, row
-    assert not [r for r in hostile.read_csv(out / "diagnoses.csv") if r["student"] == "solutions"]
+            assert row["manual_state"] in ("", "unanswered"), row
 
 
 def test_no_page_shows_the_hidden_tests(graded: tuple[Path, list[hostile.Case]]) -> None:

@@ -165,11 +165,38 @@ def with_alternatives(
     return with_answers(notebook, answers)
 
 
-def mutated(notebook: str, mutations: list[corpus.Mutation]) -> nbformat.NotebookNode:
+def mutated(
+    notebook: str,
+    mutations: list[corpus.Mutation],
+    alternatives: list[corpus.Alternative] = (),
+) -> nbformat.NotebookNode:
+    """The solutions with `mutations` applied and `alternatives` in their cells."""
     answers = full_answers(notebook)
     for m in mutations:
         answers[m.grade_id] = corpus.apply(answers[m.grade_id], m)
+    for a in alternatives:
+        answers[a.grade_id] = a.source
     return with_answers(notebook, answers)
+
+
+def alternatives_beside(
+    notebook: str, rounds: list[list[corpus.Mutation]], alternatives: list[corpus.Alternative]
+) -> tuple[list[list[corpus.Alternative]], list[corpus.Alternative]]:
+    """Each alternative placed beside a round of mutations where it fits (its cell neither
+    mutated nor using a mutated cell's names, no clash with the round's other cells): the
+    alternatives per round, and those that fit no round (to be graded on their own)."""
+    placed: list[list[corpus.Alternative]] = [[] for _ in rounds]
+    left = []
+    for a in alternatives:
+        for k, batch in enumerate(rounds):
+            mutated_cells = {m.grade_id for m in batch}
+            touched = mutated_cells | dependents(notebook, mutated_cells)
+            if a.grade_id not in touched and _fits(notebook, a, [*batch, *placed[k]]):
+                placed[k].append(a)
+                break
+        else:
+            left.append(a)
+    return placed, left
 
 
 def dependents(notebook: str, grade_ids: set[str]) -> frozenset[str]:
