@@ -14,6 +14,7 @@ project's environment. When a worker dies, the scheduler gives its task to anoth
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import multiprocessing
 import os
@@ -120,9 +121,12 @@ def run_tasks(
         plugin = GradingPlugin(settings.limits.to_json(), settings.jail, settings.notebooks)
         client.register_plugin(plugin)
         futures = {}
+        workers = max(1, sum(client.nthreads().values()))
         # In the order given (priority): the kernels and probe servers a worker starts ahead
-        # are made for the notebook it guesses comes next, and the guess follows that order.
+        # are made for the notebook it guesses comes next, and the guess follows that order;
+        # none is started after the last tasks (fewer left than workers), where none is used.
         for i, task in enumerate(tasks):
+            task = dataclasses.replace(task, more=len(tasks) - 1 - i >= workers)
             key = f"grade-{task.student}-{task.notebook}-{uuid.uuid4().hex[:8]}"
             future = client.submit(grade_on_worker, task, key=key, pure=False, priority=-i)
             futures[future] = task

@@ -52,9 +52,15 @@ class Judge:
     """Grades the autograded cells of one notebook: probe in the sandbox, judge here."""
 
     def __init__(
-        self, master: Master, sandbox: Any, deadline: float, cell_timeout: float | None = None
+        self,
+        master: Master,
+        sandbox: Any,
+        deadline: float,
+        cell_timeout: float | None = None,
+        ahead: bool = True,
     ) -> None:
-        self.master, self.sandbox, self.deadline = master, sandbox, deadline
+        """`ahead`: another notebook will likely follow, so prepare its probe server now."""
+        self.master, self.sandbox, self.deadline, self.ahead = master, sandbox, deadline, ahead
         self.cell_timeout = cell_timeout or getattr(sandbox, "cell_timeout", None)
         self.notes: list[str] = []
         self.skip: set[str] = set()
@@ -67,7 +73,7 @@ class Judge:
     def all(self, answers: dict[str, str | None]) -> dict[str, CellResult]:
         """Every autograded cell, in notebook order, with a fresh probe server (jailed: one
         per student's notebook, so nothing one student's code leaves behind meets another's)."""
-        self.sandbox.begin(self.master.notebook, self.deadline)
+        self.sandbox.begin(self.master.notebook, self.deadline, self.ahead)
         try:
             return {g: self.cell(g, p, answers) for g, p in self.master.graded.items()}
         finally:

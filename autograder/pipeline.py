@@ -52,6 +52,7 @@ class Task:
     key: str  # the state key the grading process will file the grade under
     master_key: str  # the master and grading code the grading process has
     notes: tuple[str, ...] = ()
+    more: bool = True  # more tasks will likely come to this worker: start the next jails ahead
 
 
 @dataclass
@@ -218,7 +219,7 @@ def _run_and_judge(
     limits, master = runtime.limits, runtime.masters[task.notebook]
     reserve = min(limits.render_seconds, limits.timeout / 4)
     work_end = start + limits.timeout - reserve
-    judge = Judge(master, runtime.sandbox, work_end, limits.cell_timeout)
+    judge = Judge(master, runtime.sandbox, work_end, limits.cell_timeout, ahead=task.more)
     code_answers = {g: answers.get(g) for g in master.code_answers}
     scoring = runtime.scorer.submit(judge.all, code_answers)
     run = runtime.runner.execute(
@@ -226,7 +227,7 @@ def _run_and_judge(
         timeout=max(1.0, work_end - time.monotonic()),
         cell_timeout=limits.cell_timeout,
         memory_bytes=limits.memory_bytes,
-        more=True,
+        more=task.more,
         notebook=task.notebook,  # a jailed kernel hides the helpers that give its answers away
     )
     grade.status, grade.detail = run.status, run.detail

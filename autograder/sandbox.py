@@ -197,9 +197,9 @@ class Sandbox:
         spare = self._spare
         return spare is None or spare.wait_ready(time.monotonic() + timeout)
 
-    def begin(self, notebook: str, deadline: float = math.inf) -> None:
-        """A fresh jailed server for `notebook` (one student's), and the next one prepared;
-        `deadline` (monotonic): no wait for a server's start goes past it."""
+    def begin(self, notebook: str, deadline: float = math.inf, ahead: bool = True) -> None:
+        """A fresh jailed server for `notebook` (one student's), and (`ahead`) the next one
+        prepared; `deadline` (monotonic): no wait for a server's start goes past it."""
         self.deadline = deadline
         if self.jail is None:
             return
@@ -212,7 +212,8 @@ class Sandbox:
             spare = None
         self.scratch.mkdir(parents=True, exist_ok=True)
         self._current = spare or ProbeServer(self.jail, notebook, self.scratch)
-        self._prepare(guess_next(self._last, notebook, self.order))
+        if ahead:
+            self._prepare(guess_next(self._last, notebook, self.order))
         self._last = notebook
 
     def end(self) -> None:
