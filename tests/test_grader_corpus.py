@@ -40,7 +40,7 @@ def corpus_class() -> list[hostile.Case]:
         mutations = hostile.sample_rounds(nb)
         beside, left = hostile.alternatives_beside(nb, mutations, hostile.alternative_sample(nb))
         batches = list(zip(mutations, beside, strict=True))
-        batches += [([], alone) for alone in hostile.group(nb, left)]
+        batches += [([], alone) for alone in hostile.alternative_groups(nb, left)]
         for k, (batch, alternatives) in enumerate(batches):
             case = rounds.setdefault(k, hostile.Case(f"round_{k + 1:02d}", "mixed", {}))
             case.files[nb] = hostile.dump(hostile.mutated(nb, batch, alternatives))

@@ -24,6 +24,7 @@ import os
 import re
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -130,17 +131,19 @@ def mutation_sample() -> list[corpus.Mutation]:
         return any(_fits(m.notebook, m, b) for b in batches.get(m.notebook, []))
 
     cells = dict.fromkeys((m.notebook, m.grade_id) for m in everything)
+    # the mistakes that few cells can make are placed first, while those cells have room
+    spread = Counter(dict.fromkeys((m.mistake, m.notebook, m.grade_id) for m in everything))
+    reach = Counter(mistake for mistake, _, _ in spread)
     for notebook, gid in cells:  # one per answer cell, a mistake not yet made where possible
         mine = [m for m in everything if (m.notebook, m.grade_id) == (notebook, gid)]
         made = {c.mistake for c in chosen}
-        place(next((m for m in mine if m.mistake not in made), mine[0]))
-    for mistake in dict.fromkeys(m.mistake for m in everything):
+        fresh = [m for m in mine if m.mistake not in made]
+        place(min(fresh, key=lambda m: reach[m.mistake]) if fresh else mine[0])
+    for mistake in sorted(dict.fromkeys(m.mistake for m in everything), key=reach.__getitem__):
         if any(c.mistake == mistake for c in chosen):
             continue
         makers = [m for m in everything if m.mistake == mistake]
-        costs = [
-            RUN_COST.get(m.notebook[:2], 1) * (1 + len(batches.get(m.notebook, []))) for m in makers
-        ]
+        costs = [RUN_COST.get(m.notebook[:2], 1) for m in makers]  # of one more run
         place(next((m for m in makers if free_slot(m)), makers[costs.index(min(costs))]))
     return chosen
 
@@ -177,6 +180,33 @@ def mutated(
     for a in alternatives:
         answers[a.grade_id] = a.source
     return with_answers(notebook, answers)
+
+
+def alternative_groups(
+    notebook: str, alternatives: list[corpus.Alternative]
+) -> list[list[corpus.Alternative]]:
+    """Alternatives in as few submissions as possible, one per answer cell. All are correct,
+    so one may use what another defines, unless that other leaves out a name its solution
+    defines (`group`'s rule is for mutations, whose mistakes would spread)."""
+    sols = solutions(notebook)
+
+    def missing(a: corpus.Alternative) -> set[str]:
+        return defined_names(sols[a.grade_id]) - defined_names(a.source)
+
+    rounds: list[list[corpus.Alternative]] = []
+    for a in alternatives:
+        for batch in rounds:
+            if all(
+                b.grade_id != a.grade_id
+                and not _uses(a.source, missing(b))
+                and not _uses(b.source, missing(a))
+                for b in batch
+            ):
+                batch.append(a)
+                break
+        else:
+            rounds.append([a])
+    return rounds
 
 
 def alternatives_beside(
