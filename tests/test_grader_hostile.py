@@ -168,6 +168,9 @@ def test_pages_carry_no_active_content_secrets_or_hidden_tests(graded: Graded) -
     for path in graded.out.rglob("*"):
         if path.is_file() and path.suffix in (".csv", ".json", ".ipynb", ".log"):
             assert hostile.SECRET.encode() not in path.read_bytes(), path
+    # the active HTML was sanitised away, not the notebook dropped for holding it
+    shown = hostile.page_text(feedback_path(graded.out, hostile.FORMULA_STUDENT, NOTEBOOK))
+    assert "held active content" not in shown and "ENVIRONMENT" in shown
 
 
 def test_formulas_are_neutralised_in_the_csvs(graded: Graded) -> None:

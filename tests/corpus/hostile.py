@@ -4,11 +4,12 @@
   product (autograder.examples); `rounds(nb)` groups the corpus mutations (tests/corpus) so
   that one submission carries several, one per answer cell, in cells that do not use each
   other's names.
-- `attacks(...)`: one case per attack class of the jail's threat model (import the reference,
+- `attacks(...)`: every attack class of the jail's threat model (import the reference,
   read solutions/ or another student, replace the probe, edit the grader or the venv, forge
   state, leave a daemon, kill the grader, crash matching, token soup, many slow cells, fill
-  the disk, read secrets, leak hidden tests, active HTML, formula CSV, symlinks), each with
-  the points its own code earns.
+  the disk, read secrets, leak hidden tests, active HTML, formula CSV, symlinks) in a case
+  that expects the points its own code earns; the attacks that write files share one case,
+  and so do those aimed at the pages and the spreadsheets.
 - `grade()` runs the command line as an instructor does; `check()` compares OUT with the
   expectations; `Fingerprint` hashes the files a run must not touch and `TempListing` lists
   /tmp itself; `survivors()` lists processes a run left behind.
@@ -610,37 +611,43 @@ def attacks(notebook: str, paths: dict[str, Path]) -> list[Case]:
                 + REPLACE_PROBE.format(gid=first, name=name[first])
             },
         ),
-        "atk_edit_grader": _tail(
-            notebook, first, WRITE_FILES.format(targets=[(str(grader_file), "\nSTATUSES = ()\n")])
-        ),
-        "atk_drop_pth": _tail(
-            notebook, first, WRITE_FILES.format(targets=[(str(pth), "import os\n")])
-        ),
-        "atk_forge_state": _tail(
-            notebook, first, WRITE_FILES.format(targets=[(str(state), forged)])
+        "atk_write_files": _tail(  # what it writes would change the grader or other grades
+            notebook,
+            first,
+            WRITE_FILES.format(
+                targets=[
+                    (str(grader_file), "\nSTATUSES = ()\n"),
+                    (str(pth), "import os\n"),
+                    (str(state), forged),
+                ]
+            )
+            + FILL_DISK,
         ),
         "atk_daemon": _tail(notebook, first, DAEMON.format(target=csv_path)),
         "atk_kill_grader": _tail(notebook, last, KILL_GRADER),
-        "atk_fill_disk": _tail(notebook, first, FILL_DISK),
-        "atk_secrets": _tail(notebook, first, SECRETS),
-        "atk_spy": _tail(notebook, first, SPY.format(name=name[first])),
-        "atk_html": _tail(notebook, first, ACTIVE_HTML),
-        FORMULA_STUDENT: dump(correct(notebook)),
+        # what it shows would reach pages and spreadsheets: its id is a formula, and it prints
+        # the environment, the code that calls it and active HTML
+        FORMULA_STUDENT: _tail(
+            notebook, first, SECRETS + SPY.format(name=name[first]) + ACTIVE_HTML
+        ),
     }
     about = {
         "atk_import_reference": "answers that call the grader's reference",
         "atk_read_solutions": "answers read from solutions/ on disk",
         "atk_read_student": "answers read from another student's submission",
         "atk_replace_probe": "a wrong answer that replaces the probe with the reference",
-        "atk_edit_grader": "correct answers that also append to the grader's code",
-        "atk_drop_pth": "correct answers that drop a .pth file into the venv",
-        "atk_forge_state": "correct answers that forge another student's resume state",
+        "atk_write_files": (
+            "correct answers that also append to the grader's code, drop a .pth file into the "
+            "venv, forge another student's resume state and write 200 MB to /tmp, home and the "
+            "working folder"
+        ),
         "atk_daemon": "a double-forked daemon that rewrites grades.csv after the run",
         "atk_kill_grader": "SIGKILL to every grader process it can see",
-        "atk_fill_disk": "200 MB written to /tmp, home and the working folder",
-        "atk_secrets": "prints the environment into its output",
-        "atk_spy": "prints the source of whatever calls its functions",
-        "atk_html": "script, onerror, iframe and javascript: links in its outputs",
+        FORMULA_STUDENT: (
+            "a student id that is a formula, with correct answers that print the environment, "
+            "the source of whatever calls them, and script, onerror, iframe and javascript: "
+            "links"
+        ),
     }
     expect = {
         "atk_import_reference": all_lost,
@@ -649,7 +656,7 @@ def attacks(notebook: str, paths: dict[str, Path]) -> list[Case]:
         "atk_replace_probe": Expect("ok", frozenset({first})),
     }
     cases = [
-        Case(s, about.get(s, "a student id that is a formula"), {notebook: f},
+        Case(s, about[s], {notebook: f},
              {notebook: expect.get(s, Expect("ok"))})
         for s, f in files.items()
     ]  # fmt: skip
