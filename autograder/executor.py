@@ -1,7 +1,7 @@
 """Grade tasks on Dask distributed: a LocalCluster for `--jobs N`, or `--scheduler ADDRESS`.
 
-A task is one (student, notebook) (`pipeline.Task`, the file's bytes included, so workers
-need no shared filesystem); its result (`pipeline.Outcome`) comes back to the grading process,
+A task is one (student, notebook) (`task.Task`, the file's bytes included, so workers
+need no shared filesystem); its result (`task.Outcome`) comes back to the grading process,
 which alone writes OUT. Each worker holds a `pipeline.Runtime` in a worker plugin: the masters,
 a Jupyter kernel started ahead of its turn and the probe sandbox, so consecutive notebooks do
 not wait for Python and torch. `--jobs N` starts N single-threaded worker processes on
@@ -25,13 +25,14 @@ import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import dask
 from distributed import Client, LocalCluster, as_completed, get_worker
 from distributed.diagnostics.plugin import WorkerPlugin
 
-from autograder.pipeline import Outcome, Runtime, Task, grade_notebook
 from autograder.settings import Limits, Settings
+from autograder.task import Outcome, Task
 
 PLUGIN = "autograder-runtime"
 CONNECT_TIMEOUT = 60  # seconds to reach an existing scheduler
@@ -44,7 +45,7 @@ class GradingPlugin(WorkerPlugin):
 
     def __init__(self, limits: dict, jail: bool, notebooks: tuple[str, ...]) -> None:
         self.limits, self.jail, self.notebooks = limits, jail, notebooks
-        self.runtime: Runtime | None = None
+        self.runtime: Any = None  # a pipeline.Runtime, made on the worker
 
     def setup(self, worker: object) -> None:
         # The probe sandbox starts child processes with multiprocessing, which refuses to do
@@ -55,6 +56,8 @@ class GradingPlugin(WorkerPlugin):
         import torch  # here: the grading process itself never needs torch
 
         torch.set_num_threads(1)
+        from autograder.pipeline import Runtime  # the workers' side: kernels, probes, checks
+
         self.runtime = Runtime(Limits.from_json(self.limits), self.jail, self.notebooks)
 
     def teardown(self, worker: object) -> None:
@@ -64,6 +67,8 @@ class GradingPlugin(WorkerPlugin):
 
 def grade_on_worker(task: Task) -> Outcome:
     """The task function: grade one notebook with this worker's runtime."""
+    from autograder.pipeline import grade_notebook  # loaded by the plugin's setup already
+
     plugin = get_worker().plugins[PLUGIN]
     if plugin.runtime is None:
         raise RuntimeError("the grading runtime did not start on this worker")
@@ -71,8 +76,9 @@ def grade_on_worker(task: Task) -> Outcome:
 
 
 @contextmanager
-def connect(settings: Settings) -> Iterator[Client]:
-    """A client of the cluster the settings name (started here for --jobs)."""
+def connect(settings: Settings, tasks: int) -> Iterator[Client]:
+    """A client of the cluster the settings name (started here for --jobs: as many workers
+    as there are tasks, up to --jobs)."""
     if settings.scheduler:
         with Client(settings.scheduler, timeout=CONNECT_TIMEOUT) as client:
             yield client
@@ -86,7 +92,7 @@ def connect(settings: Settings) -> Iterator[Client]:
     scratch = Path(tempfile.mkdtemp(prefix=".dask-", dir=settings.out))  # not in $TMPDIR
     with dask.config.set({**config, "temporary-directory": str(scratch)}):
         cluster = LocalCluster(
-            n_workers=settings.jobs,
+            n_workers=max(1, min(settings.jobs, tasks)),
             threads_per_worker=1,
             processes=True,
             host="127.0.0.1",
@@ -117,7 +123,7 @@ def run_tasks(
     """Grade every task; each ends in exactly one call of on_outcome or on_failure."""
     if not tasks:
         return
-    with connect(settings) as client:
+    with connect(settings, len(tasks)) as client:
         plugin = GradingPlugin(settings.limits.to_json(), settings.jail, settings.notebooks)
         client.register_plugin(plugin)
         futures = {}

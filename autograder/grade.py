@@ -1,7 +1,7 @@
 """Grade a class: find the students, grade what is not graded yet, write the class outputs.
 
     discover (discover.py) -> tasks, minus those with a trusted state (state.py)
-    -> executor (executor.py: each task through pipeline.py on a Dask worker)
+    -> executor (executor.py: each task (task.py) through pipeline.py on a Dask worker)
     -> each outcome written here, the state last (the commit)
     -> grades.csv, cells.csv, diagnoses.csv, gradebook, report (outputs.py)
 
@@ -33,12 +33,11 @@ from autograder.discover import (
 from autograder.executor import run_tasks
 from autograder.grades import STATUSES
 from autograder.jail import JailUnavailable
-from autograder.judge import score_answers  # noqa: F401 - the sandbox tests import it here
 from autograder.outdir import autograded_path, feedback_path, log_path
 from autograder.outputs import collect, write_outputs
-from autograder.pipeline import Outcome, Task
 from autograder.settings import Settings
 from autograder.state import StateStore, atomic_write
+from autograder.task import Outcome, Task
 
 
 class Log:

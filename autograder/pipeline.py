@@ -21,7 +21,6 @@ import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
@@ -39,28 +38,7 @@ from autograder.notebook_io import grade_id, is_answer, source
 from autograder.rebuild import Rebuilt, has_nbgrader_metadata, rebuild
 from autograder.sandbox import Sandbox
 from autograder.settings import Limits
-
-
-@dataclass(frozen=True)
-class Task:
-    """One notebook of one student, with the file's bytes (no shared filesystem needed)."""
-
-    student: str
-    notebook: str
-    file: str  # the file's path relative to the student's folder
-    content: bytes
-    key: str  # the state key the grading process will file the grade under
-    master_key: str  # the master and grading code the grading process has
-    notes: tuple[str, ...] = ()
-    more: bool = True  # more tasks will likely come to this worker: start the next jails ahead
-
-
-@dataclass
-class Outcome:
-    grade: NotebookGrade
-    feedback: str  # the HTML page
-    executed: str | None = None  # the executed graded notebook (nbformat JSON)
-
+from autograder.task import Outcome, Task
 
 # ---- what a worker keeps --------------------------------------------------------------------
 

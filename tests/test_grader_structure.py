@@ -11,7 +11,7 @@ PACKAGE = ROOT / "autograder"
 # The grading path's modules: the rules below hold for each of them.
 STAGES = [
     "cli", "settings", "discover", "rebuild", "judge", "pipeline", "executor", "grade",
-    "grades", "state", "outdir", "feedback", "report", "outputs", "examples",
+    "task", "grades", "state", "outdir", "feedback", "report", "outputs", "examples",
 ]  # fmt: skip
 LONGEST = 60  # lines of one function, unless a comment in it says why
 

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from autograder.catalog import describe
-from autograder.probe.plain import ERROR_SUFFIX
+from autograder.probe import ERROR_SUFFIX
 
 MARKERS = ("!missing", "!exec", "!imported")  # observed data of an answer that never ran
 

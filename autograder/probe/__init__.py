@@ -5,3 +5,5 @@ numpy, torch and its own modules (relative imports), so that it can be mounted a
 another top-level name. A probe never decides anything: it returns plain data (numbers,
 strings, lists, dicts, numpy arrays) that the grader's judges read.
 """
+
+ERROR_SUFFIX = "!"  # observed[key + "!"] holds the error text when computing observed[key] failed

@@ -11,7 +11,8 @@ from typing import Any
 import numpy as np
 import torch
 
-ERROR_SUFFIX = "!"  # observed[key + "!"] holds the error text when computing observed[key] failed
+from . import ERROR_SUFFIX
+
 MAX_DEPTH = 6
 ANSWER_LABEL = "<answer "  # the file name an answer cell's code is compiled with (child.py)
 
