@@ -29,10 +29,14 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import json
+import os
 import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
@@ -198,8 +202,9 @@ def colab_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return python
 
 
-def execute(nb: nbformat.NotebookNode, cwd: Path) -> list[list[dict]]:
-    """Run every cell in the Colab venv's kernel with errors allowed; errors per cell."""
+def execute(nb: nbformat.NotebookNode, cwd: Path, **env: str) -> list[list[dict]]:
+    """Run every cell in the Colab venv's kernel with errors allowed; errors per cell. `env`:
+    variables for this kernel alone (two kernels run at once, from threads)."""
     client = WidgetlessClient(  # a widget cell can stall plain nbclient (see its docstring)
         nb,
         kernel_name=KERNEL,
@@ -207,7 +212,7 @@ def execute(nb: nbformat.NotebookNode, cwd: Path) -> list[list[dict]]:
         allow_errors=True,
         resources={"metadata": {"path": str(cwd)}},
     )
-    client.execute()
+    client.execute(env={**os.environ, **env})
     return [
         [o for o in c.get("outputs", []) if o.output_type == "error"]
         if c.cell_type == "code"
@@ -220,12 +225,48 @@ def describe(error: dict) -> str:
     return f"{error['ename']}: {error['evalue']}"
 
 
-@pytest.fixture(autouse=True)
-def colab_like_environment(monkeypatch: pytest.MonkeyPatch, colab_python: Path) -> None:
-    monkeypatch.setenv("JUPYTER_PATH", str(colab_python.parent.parent / "share" / "jupyter"))
-    for var in ("MPLBACKEND", "PYTHONPATH", "NBGRADER_EXECUTION"):
-        monkeypatch.delenv(var, raising=False)  # Colab draws inline and is not nbgrader
-    monkeypatch.setenv("COURSE_SHORT_RUNS", "1")  # the same cells, fewer training steps
+@pytest.fixture(scope="module", autouse=True)
+def colab_like_environment(colab_python: Path) -> Iterator[None]:
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("JUPYTER_PATH", str(colab_python.parent.parent / "share" / "jupyter"))
+        for var in ("MPLBACKEND", "PYTHONPATH", "NBGRADER_EXECUTION"):
+            env.delenv(var, raising=False)  # Colab draws inline and is not nbgrader
+        env.setenv("COURSE_SHORT_RUNS", "1")  # the same cells, fewer training steps
+        yield
+
+
+@dataclass
+class Runs:
+    """A notebook run twice: the released notebook and its errors, and the errors with the
+    solutions' answers filled in."""
+
+    released: nbformat.NotebookNode
+    released_errors: list[list[dict]]
+    solved_errors: list[list[dict]]
+
+
+def run_both(path: Path, folder: Path) -> Runs:
+    solved = read(path)
+    answers = solution_answers(read(SOLUTIONS / path.name))
+    for cell in solved.cells:
+        if is_answer(cell) and cell.cell_type == "code":
+            cell.source = answers[grade_id(cell)]
+    (folder / "solved").mkdir(parents=True)
+    (folder / "released").mkdir()
+    solved_errors = execute(solved, folder / "solved")
+    released = read(path)
+    released_errors = execute(released, folder / "released", NBGRADER_EXECUTION="autograde")
+    return Runs(released, released_errors, solved_errors)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Future]:
+    """Both passes of every notebook, two notebooks at a time (a kernel mostly keeps one core
+    busy), each from its own folder outside the project."""
+    base = tmp_path_factory.mktemp("colab-runs")
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        futures = {p.name: pool.submit(run_both, p, base / p.stem) for p in RELEASED}
+    return futures
 
 
 def test_there_are_student_notebooks() -> None:
@@ -233,36 +274,22 @@ def test_there_are_student_notebooks() -> None:
 
 
 @pytest.mark.parametrize("path", RELEASED, ids=lambda p: p.name)
-def test_notebook_needs_only_colab_packages(
-    path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    released = read(path)
-    answers = solution_answers(read(SOLUTIONS / path.name))
-    contract_names = answer_names(path.name)
-
-    # Pass 2 first: with the answers filled in, nothing may fail.
-    solved = read(path)
-    for cell in solved.cells:
-        if is_answer(cell) and cell.cell_type == "code":
-            cell.source = answers[grade_id(cell)]
-    (tmp_path / "solved").mkdir()
-    (tmp_path / "released").mkdir()
+def test_notebook_needs_only_colab_packages(path: Path, runs: dict[str, Future]) -> None:
+    run = runs[path.name].result()  # a notebook that could not be run fails its own test
+    # Pass 2: with the answers filled in, nothing may fail.
     failures = [
-        f"cell {i}: {describe(e)}"
-        for i, errs in enumerate(execute(solved, tmp_path / "solved"))
-        for e in errs
+        f"cell {i}: {describe(e)}" for i, errs in enumerate(run.solved_errors) for e in errs
     ]
     assert not failures, "with the solutions' answers filled in:\n" + "\n".join(failures)
 
     # Pass 1: as released. An error is the stub's doing when it is NotImplementedError, or
     # when the failing cell reads a contract name or a name that an earlier failed cell (or
     # a stub) writes: a data-flow path from an unfilled answer to the failure.
-    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
-    errors = execute(released, tmp_path / "released")
+    released, errors = run.released, run.released_errors
     first_answer = next(i for i, c in enumerate(released.cells) if is_answer(c))
     early = [describe(e) for errs in errors[:first_answer] for e in errs]
     assert not early, f"the release fails before its first answer cell: {early}"
-    problems, stubs_hit = stub_problems(released.cells, errors, contract_names)
+    problems, stubs_hit = stub_problems(released.cells, errors, answer_names(path.name))
     assert not problems, "as released:\n" + "\n".join(problems)
     assert stubs_hit, "the released notebook never reached an answer stub"
     # nbgrader's validation, inverted: no autograded test passes on the untouched release.
