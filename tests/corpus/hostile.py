@@ -398,9 +398,10 @@ class Fingerprint:
 
 
 class TempListing:
-    """The entries of a temporary folder itself, to compare before and after a run: a file's
-    size, time and inode, a folder's inode, and every file below a folder the run added. The
-    insides of folders that were there before (another program's) are not looked at."""
+    """The entries of a temporary folder itself, to compare before and after a run: entries
+    added or removed (a file or folder replaced counts: its inode changed), and every file
+    below a folder the run added. Files that were there before may grow (another program's
+    log), and the insides of folders that were there before are not looked at."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
@@ -416,7 +417,7 @@ class TempListing:
             if entry.is_dir(follow_symlinks=False):
                 found[entry.path] = f"folder:{info.st_ino}"
             else:
-                found[entry.path] = f"{info.st_size}:{info.st_mtime_ns}:{info.st_ino}"
+                found[entry.path] = f"file:{info.st_ino}"
         return found
 
     def changes(self) -> list[str]:
