@@ -78,8 +78,9 @@ student-release: venv
 export: venv
 	$(PY) -m autograder export $(OUT) $(if $(FORMAT),--format $(FORMAT),) $(EXPORT_ARGS)
 
+# The notebooks (nbval) and the browser tests run beside the rest: scripts/run_tests.sh.
 test: venv jail
-	MPLBACKEND=Agg $(PY) -m pytest -q --nbval-lax --nbval-cell-timeout=300 tests solutions $(PYTEST_ARGS)
+	bash scripts/run_tests.sh $(PY) $(PYTEST_ARGS)
 
 test-fast: venv jail
 	MPLBACKEND=Agg $(PY) -m pytest -q -m "not slow and not browser" tests $(PYTEST_ARGS)

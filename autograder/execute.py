@@ -72,6 +72,10 @@ class Watchdog(threading.Thread):
     def watch_folder(self, folder: Path, limit: int) -> None:
         self.folder, self.folder_bytes = folder, limit
 
+    def folder_overflows(self) -> bool:
+        """True when the watched folder holds more than its bound."""
+        return self.folder is not None and folder_size(self.folder) > self.folder_bytes
+
     def attach(self, pid: int | None) -> None:
         try:
             self._proc = psutil.Process(pid) if pid else None
@@ -95,7 +99,7 @@ class Watchdog(threading.Thread):
                 self.reason = "memory"
                 self.kill()
                 return
-            if self.folder is not None and folder_size(self.folder) > self.folder_bytes:
+            if self.folder_overflows():
                 self.reason = "disk"
                 self.kill()
                 return
@@ -414,6 +418,9 @@ class KernelRunner:
             self._last = notebook
             client = self._client(nb, kernel, watchdog, deadline, cell_timeout)
             status, detail = self._run(client, watchdog, timeout, cell_timeout, memory_bytes)
+            if status == "ok" and watchdog.folder_overflows():  # a burst between two looks
+                watchdog.reason = "disk"
+                status, detail = _died(watchdog, timeout, memory_bytes)
         except Exception as err:  # kernel failed to start, or was killed while starting
             waited = time.monotonic() - start
             status, detail = _died(watchdog, timeout, memory_bytes)

@@ -25,6 +25,7 @@ from autograder.examples import MISTAKES, with_mistakes
 from autograder.feedback import CSP, active_content
 from autograder.outdir import feedback_path
 from autograder.paths import ROOT
+from tests.beside import wait_for_beside_run
 from tests.corpus import hostile
 
 pytestmark = pytest.mark.slow
@@ -81,6 +82,7 @@ def special_files(klass: Path) -> list[hostile.Case]:
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory: pytest.TempPathFactory) -> Graded:
+    wait_for_beside_run()  # nothing else may be writing files or starting processes meanwhile
     root = tmp_path_factory.mktemp("hostile")
     klass, out, scratch = root / "class", root / "out", root / "tmp"
     scratch.mkdir()
