@@ -8,7 +8,8 @@ STAMP := $(VENV)/.installed
 export PATH := $(BIN):$(PATH)
 PORT ?= 8888
 OUT ?= grading-output
-JOBS ?= 2
+# Grading workers: half the cores, at least one (a worker keeps about 1.7 cores busy).
+JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); echo $$(( n > 3 ? n / 2 : 1 )))
 PYTEST_ARGS ?=
 # The data set: $TINYSHAKESPEARE, else data/tinyshakespeare.txt, else a copy in ../shared/data
 # beside the checkout (as on CI machines), else the notebooks download it once.
