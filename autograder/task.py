@@ -20,7 +20,7 @@ class Task:
     key: str  # the state key the grading process will file the grade under
     master_key: str  # the master and grading code the grading process has
     notes: tuple[str, ...] = ()
-    more: bool = True  # more tasks will likely come to this worker: start the next jails ahead
+    more: bool = True  # start the next notebook's jails ahead (a lone worker, not its last task)
 
 
 @dataclass
