@@ -79,7 +79,7 @@ student-release: venv
 export: venv
 	$(PY) -m autograder export $(OUT) $(if $(FORMAT),--format $(FORMAT),) $(EXPORT_ARGS)
 
-# The notebooks (nbval) and the browser tests run beside the rest: scripts/run_tests.sh.
+# The one-core tests (nbval, the browser, ...) run beside the rest: scripts/run_tests.sh.
 test: venv jail
 	bash scripts/run_tests.sh $(PY) $(PYTEST_ARGS)
 

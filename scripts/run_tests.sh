@@ -21,10 +21,10 @@ BESIDE=(
   tests/test_nb06.py
   tests/test_notebook_residual.py
 )
-mkdir -p build
-rm -f build/test-beside.log.rc
 lock=build/test-beside.lock
 log=build/test-beside.log
+mkdir -p build
+rm -f "$log.rc"
 export MPLBACKEND=Agg
 
 exec 9>"$lock"
