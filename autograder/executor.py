@@ -6,10 +6,10 @@ which alone writes OUT. Each worker holds a `pipeline.Runtime` in a worker plugi
 its kernels and the probe sandbox; a lone worker starts the next notebook's kernel and probe
 server ahead of their turn, so that consecutive notebooks do not wait for Python and torch
 (several workers do not: see `run_tasks`). `--jobs N` starts N single-threaded worker
-processes on 127.0.0.1 (random ports, no dashboard, quiet logs); `--scheduler` uses any existing cluster
-(`dask scheduler` / `dask worker`, dask-jobqueue, dask-kubernetes) whose workers run this
-project's environment. When a worker dies, the scheduler gives its task to another worker
-(`Limits.worker_retries` times on a local cluster; an external scheduler's own
+processes on 127.0.0.1 (random ports, no dashboard, quiet logs); `--scheduler` uses any
+existing cluster (`dask scheduler` / `dask worker`, dask-jobqueue, dask-kubernetes) whose
+workers run this project's environment. When a worker dies, the scheduler gives its task to
+another worker (`Limits.worker_retries` times on a local cluster; an external scheduler's own
 `distributed.scheduler.allowed-failures`), and the task is reported as failed after that.
 """
 
