@@ -6,7 +6,9 @@
     `python -m autograder grade`, against executing the same solution notebooks bare with
     nbclient in one process; the ratio (goal <= 1.0, jail on).
 (b) a class of --class-size submissions graded with --jobs 1 and --jobs 2; the ratio
-    (goal <= 0.6 on 2 cores), and the core-seconds the machine was busy with --jobs 1.
+    (goal <= 0.6 on 2 cores), the core-seconds the machine was busy with each, and the best
+    ratio this machine allows: how much faster two CPU-bound processes go than one here (its
+    parallel capacity, measured first), against how much of that a lone worker already uses.
 (c) the same class through a `dask scheduler` and two `dask worker` processes on loopback
     (`--scheduler`); the cluster is started before the clock and stopped after it.
 Then what a class of 1,000 students costs, in worker hours and core-hours, from (b). Every
@@ -46,6 +48,7 @@ for path in sys.argv[1:]:
                      resources={"metadata": {"path": "."}}).execute()
 """
 DASK = Path(sys.executable).parent / "dask"
+SPIN = "n = 0\nfor i in range(12_000_000):\n    n += i * i"  # about a second of one core
 STUDENTS = 1000
 
 
@@ -67,6 +70,29 @@ def timed(cmd: list[str], cwd: Path) -> float:
     subprocess.run(cmd, cwd=cwd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     LAST_BUSY[0] = busy_seconds() - busy
     return time.perf_counter() - start
+
+
+def parallel_capacity(work: Path, tries: int = 3) -> float:
+    """How many times the work of one CPU-bound process two of them do side by side (2.0 on two
+    idle, independent cores; less where the cores are hyperthreads or the host is shared)."""
+    gains = []
+    for _ in range(tries):
+        alone = timed([sys.executable, "-c", SPIN], work)
+        start = time.perf_counter()
+        procs = [subprocess.Popen([sys.executable, "-c", SPIN], cwd=work) for _ in range(2)]
+        for proc in procs:
+            proc.wait()
+        gains.append(2 * alone / (time.perf_counter() - start))
+    return sorted(gains)[len(gains) // 2]
+
+
+def best_ratio(busy_cores: float, capacity: float) -> float:
+    """The lowest --jobs 2 / --jobs 1 ratio two workers can reach on two cores, when one worker
+    keeps busy_cores busy on average: it runs two processes at once for busy_cores - 1 of its
+    time (at `capacity` times the speed of one), one process for the rest; two workers keep
+    both cores busy all the time, at `capacity`."""
+    both = min(max(busy_cores - 1.0, 0.0), 1.0)
+    return ((1.0 - both) + both * capacity) / capacity
 
 
 def make_class(folder: Path, notebooks: list[str], size: int) -> None:
@@ -120,13 +146,20 @@ def single(work: Path, notebooks: list[str], jail: list[str]) -> None:
 
 def klass(work: Path, notebooks: list[str], size: int, jail: list[str]) -> None:
     make_class(work / "class", notebooks, size)
+    capacity = parallel_capacity(work)
     one = grade(work / "class", work / "out-j1", ["--jobs", "1", *jail])
     cpu_one = LAST_BUSY[0]
     two = grade(work / "class", work / "out-j2", ["--jobs", "2", *jail])
+    cpu_two = LAST_BUSY[0]
     print(f"(b) class of {size}: --jobs 1 {one:.1f} s, --jobs 2 {two:.1f} s, "
           f"ratio {two / one:.2f} (goal <= 0.6 on 2 cores)")  # fmt: skip
     print(f"    --jobs 1 kept the machine busy {cpu_one:.0f} core-seconds: "
-          f"{cpu_one / size:.0f} a student, {cpu_one / one:.2f} cores on average")  # fmt: skip
+          f"{cpu_one / size:.0f} a student, {cpu_one / one:.2f} cores on average; "
+          f"--jobs 2 {cpu_two:.0f} core-seconds, {cpu_two / two:.2f} cores")  # fmt: skip
+    if os.cpu_count() == 2 and cpu_one:
+        best = best_ratio(cpu_one / one, capacity)
+        print(f"    two CPU-bound processes run {capacity:.2f} times as fast as one here, so "
+              f"two workers can reach at best {best:.2f}")  # fmt: skip
     with loopback_cluster(work, 2) as address:
         time.sleep(5)  # the workers connect and load their runtimes
         dask = grade(work / "class", work / "out-dask", ["--scheduler", address, *jail])
