@@ -117,3 +117,28 @@ def test_a_killed_worker_loses_nothing_and_grades_nothing_twice(tmp_path: Path) 
                            "--notebooks", NOTEBOOK[:2], env=env)  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert scores(out) == scores(local)
+
+
+def test_a_worker_with_another_checkout_refuses_its_tasks(tmp_path: Path, monkeypatch) -> None:
+    """The README's promise: a worker whose course or grader differs from the grading
+    process's grades nothing; the notebook is reported `error` and a rerun grades it."""
+    import autograder.discover
+    from autograder.cli import main
+
+    case = klass()[0]
+    hostile.write_class(tmp_path / "class", [case])
+    out = tmp_path / "out"
+    argv = ["grade", str(tmp_path / "class"), "--out", str(out), "--jobs", "1", "--no-jail",
+            "--notebooks", NOTEBOOK[:2], "--quiet"]  # fmt: skip
+    with monkeypatch.context() as patched:  # the grading process's grader differs, not its worker's
+        patched.setattr(autograder.discover, "grader_hash", lambda: "an older grader")
+        assert main(argv) == 0
+    rows = hostile.read_csv(out / "grades.csv")
+    assert [(r["student"], r["notebook"], r["status"]) for r in rows] == [
+        (case.student, NOTEBOOK, "error")
+    ]
+    assert "another version of the course or grader" in (out / "grader.log").read_text()
+    assert not list((out / ".state").glob("*/*.json"))  # nothing graded, nothing trusted later
+
+    assert main(argv) == 0  # the same checkout on both sides: graded now
+    assert [r["status"] for r in hostile.read_csv(out / "grades.csv")] == ["ok"]
