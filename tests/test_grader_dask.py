@@ -1,7 +1,8 @@
-"""A class graded on a real Dask deployment: `dask scheduler` and two `dask worker` processes on
-127.0.0.1 (random ports), one of them killed mid-class. Every student is graded exactly once,
-with the same scores as `--jobs 1` on this machine. (Honest submissions, --no-jail: the jail
-is not what this is about.)
+"""Workers that die or differ. A class graded on a real Dask deployment (`dask scheduler` and
+two `dask worker` processes on 127.0.0.1, random ports), one of them killed mid-class: every
+student is graded exactly once, with the same scores as `--jobs 1` on this machine. A notebook
+that kills its worker every time is `error`, and the class goes on. A worker with another
+checkout grades nothing. (--no-jail throughout: the jail is not what this is about.)
 """
 
 from __future__ import annotations
@@ -142,3 +143,28 @@ def test_a_worker_with_another_checkout_refuses_its_tasks(tmp_path: Path, monkey
 
     assert main(argv) == 0  # the same checkout on both sides: graded now
     assert [r["status"] for r in hostile.read_csv(out / "grades.csv")] == ["ok"]
+
+
+def test_a_notebook_that_kills_its_worker_twice_is_error_and_the_class_goes_on(
+    tmp_path: Path,
+) -> None:
+    """Without the jail a kernel can kill the worker that started it. The scheduler gives the
+    notebook to a fresh worker once (`Limits.worker_retries`), then reports it `error`; the
+    other students are graded as usual."""
+    honest = klass()[0]
+    gid = next(iter(hostile.solutions(NOTEBOOK)))
+    killer = hostile.Case(
+        "s9_kills_its_worker", "",
+        {NOTEBOOK: hostile.dump(hostile.appended(
+            NOTEBOOK, gid, "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)"))},
+        {NOTEBOOK: hostile.Expect("error")},
+    )  # fmt: skip
+    hostile.write_class(tmp_path / "class", [honest, killer])
+    out = tmp_path / "out"
+    result = hostile.grade(tmp_path / "class", out, "--jobs", "1", "--no-jail",
+                           "--notebooks", NOTEBOOK[:2], timeout=600)  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    statuses = {r["student"]: r["status"] for r in hostile.read_csv(out / "grades.csv")}
+    assert statuses == {honest.student: "ok", killer.student: "error"}
+    log = (out / "grader.log").read_text()
+    assert f"{killer.student}/{NOTEBOOK}: not graded (KilledWorker)" in log
