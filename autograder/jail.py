@@ -440,17 +440,10 @@ def following(notebook: str | None, order: Sequence[str] = ()) -> str | None:
 
 
 def guess_next(previous: str | None, current: str | None, order: Sequence[str] = ()) -> str | None:
-    """The notebook a jail started ahead of need is made for: one step further in `order`
-    (cyclic) by the step from `previous` to `current`. Whole submissions graded one notebook
-    after another give the next notebook; two workers taking turns, every second one; a
-    class that hands in one assignment, `current` again; notebooks in reverse, the one before."""
-    from autograder.contract import CONTRACT
-
-    order = list(order or CONTRACT)
-    if current not in order:
-        return following(None, order)
-    if previous not in order:
-        return following(current, order)
-    here = order.index(current)
-    step = (here - order.index(previous)) % len(order)
-    return order[(here + step) % len(order)]
+    """The notebook a jail started ahead of need is made for. Only a lone worker starts one,
+    and it gets each submission's notebooks in course order: the notebook after `current` in
+    `order` (cyclic; a student who skipped one starts the next notebook they handed in), or
+    `current` again after two of the same (a class that hands in one assignment)."""
+    if previous is not None and previous == current:
+        return current
+    return following(current, order)

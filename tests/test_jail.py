@@ -687,12 +687,12 @@ def test_the_jail_started_ahead_is_for_the_notebook_that_comes_next() -> None:
     from autograder.jail import guess_next
 
     course = [f"0{i}_x.ipynb" for i in range(1, 8)]
-    one, two, three, five, seven = course[0], course[1], course[2], course[4], course[6]
+    one, two, three, four, six, seven = (course[i] for i in (0, 1, 2, 3, 5, 6))
     assert guess_next(None, None, course) == one  # a worker's first jail
     assert guess_next(None, one, course) == two
     assert guess_next(one, two, course) == three  # whole submissions, one worker
-    assert guess_next(one, three, course) == five  # two workers taking turns
-    assert guess_next(five, seven, course) == two  # ... into the next student's submission
-    assert guess_next(two, one, course) == seven  # notebooks in reverse
+    assert guess_next(one, three, course) == four  # after a skipped notebook, still the next
+    assert guess_next(six, seven, course) == one  # ... into the next student's submission
     assert guess_next(two, two, course) == two  # the class hands in one assignment
     assert guess_next(one, two, [one, two]) == one  # only the notebooks being graded
+    assert guess_next(None, "99_not_graded.ipynb", course) == one
