@@ -9,6 +9,7 @@ import io
 import json
 import os
 import re
+import shutil
 import stat
 import zipfile
 from pathlib import Path
@@ -313,6 +314,16 @@ def test_only_the_chosen_notebooks_count(tmp_path: Path) -> None:
     write_outputs(out, collect(subs, masters, StateStore(out), keys_of(subs, masters)), masters)
     assert {r["notebook"] for r in read_csv(out / "grades.csv")} == {FIRST}
     assert "3 students, 1 notebook" in " ".join((out / "report.html").read_text().split())
+
+
+def test_a_class_of_one_reads_in_the_singular(tmp_path: Path) -> None:
+    klass, out, _, _ = write_class(tmp_path)
+    for student in ("ben", "cid"):
+        shutil.rmtree(klass / student)
+    masters = load_masters(notebooks=(FIRST,))
+    subs = discover(klass, masters)
+    write_outputs(out, collect(subs, masters, StateStore(out), keys_of(subs, masters)), masters)
+    assert "1 student, 1 notebook counted" in " ".join((out / "report.html").read_text().split())
 
 
 def test_spreadsheet_formulas_are_neutralised() -> None:
