@@ -9,7 +9,11 @@ Without one (`jail=None`, the grader's explicit `--no-jail`) it runs as the grad
 nbclient runs the cells (errors allowed, as nbgrader does) with a per-cell timeout. A watchdog
 thread enforces the per-notebook deadline, the memory bound and the size of the shared
 folder: it kills the kernel's process group and every process below it (bwrap included),
-which also stops a loop that ignores SIGINT. Stored output is capped per cell, so a cell that
+which also stops a loop that ignores SIGINT. A jailed kernel's memory bound is its jail's
+cgroup (`autograder.cgroup`: everything the jail holds, shared memory and files in its tmpfs
+included), set to the notebook's bound when the notebook starts; the kernel kills inside it
+when it is full, and the watchdog then stops the whole jail. Without a cgroup (or a jail) the
+watchdog sums the RSS of the kernel's processes. Stored output is capped per cell, so a cell that
 prints 100 MB costs neither memory nor a huge notebook. The outcome is a status: `ok` (ran to
 the end), `timeout` or `error` (the kernel died: os._exit, killed for memory, failed to start).
 """
@@ -66,6 +70,7 @@ class Watchdog(threading.Thread):
         self.peak = 0
         self.folder: Path | None = None  # shared with a jail: bounded to folder_bytes
         self.folder_bytes = 0
+        self.cgroup: Any = None  # the jail's cgroup (autograder.cgroup.JailCgroup): its bound
         self._proc: psutil.Process | None = None
         self._stop_event = threading.Event()
 
@@ -93,9 +98,7 @@ class Watchdog(threading.Thread):
                 self.reason = "timeout"
                 self.kill()
                 return
-            rss = tree_rss(self._proc)
-            self.peak = max(self.peak, rss)
-            if rss > self.memory_bytes:
+            if self.over_memory():
                 self.reason = "memory"
                 self.kill()
                 return
@@ -103,6 +106,18 @@ class Watchdog(threading.Thread):
                 self.reason = "disk"
                 self.kill()
                 return
+
+    def over_memory(self) -> bool:
+        """The jail's cgroup had a process killed for memory, or (without one) the kernel's
+        processes hold more than the bound in RSS."""
+        if self.cgroup is not None:
+            self.peak = max(self.peak, self.cgroup.peak())
+            return self.cgroup.over_since_mark()
+        if self._proc is None:
+            return False
+        rss = tree_rss(self._proc)
+        self.peak = max(self.peak, rss)
+        return rss > self.memory_bytes
 
     def kill(self) -> None:
         if self._proc is not None:
@@ -265,6 +280,11 @@ class Kernel:
     def pid(self) -> int | None:
         return getattr(getattr(self.km, "provisioner", None), "pid", None)
 
+    @property
+    def launch(self) -> Launch | None:
+        """The jail's launch (its cgroup), None for an unjailed kernel."""
+        return getattr(self.km, "launch", None)
+
 
 class KernelRunner:
     """Runs notebooks, each in a fresh kernel that was started ahead of its turn.
@@ -354,6 +374,9 @@ class KernelRunner:
                     await kernel.km.cleanup_resources()
         except Exception:  # a kernel that is gone already
             pass
+        finally:
+            if kernel.launch is not None:  # whatever is left in its cgroup, and the cgroup
+                kernel.launch.release()
         shutil.rmtree(kernel.workdir, ignore_errors=True)
 
     def prestart(self, notebook: str | None = None) -> None:
@@ -411,6 +434,7 @@ class KernelRunner:
             kernel = self._take(notebook)
             waited = time.monotonic() - start
             watchdog.attach(kernel.pid)
+            bound_memory(kernel, watchdog, memory_bytes)
             if self.jail is not None:
                 watchdog.watch_folder(kernel.workdir, KERNEL_FOLDER_BYTES)
             if self.warm and more:  # the next kernel boots while this notebook runs
@@ -420,6 +444,9 @@ class KernelRunner:
             status, detail = self._run(client, watchdog, timeout, cell_timeout, memory_bytes)
             if status == "ok" and watchdog.folder_overflows():  # a burst between two looks
                 watchdog.reason = "disk"
+                status, detail = _died(watchdog, timeout, memory_bytes)
+            if watchdog.reason != "memory" and watchdog.over_memory():  # since the last look
+                watchdog.reason = "memory"
                 status, detail = _died(watchdog, timeout, memory_bytes)
         except Exception as err:  # kernel failed to start, or was killed while starting
             waited = time.monotonic() - start
@@ -490,11 +517,35 @@ def execute(nb: NotebookNode, jail: Jail | None = None, **limits: Any) -> Execut
         runner.close()
 
 
+def bound_memory(kernel: Kernel, watchdog: Watchdog, memory_bytes: int) -> None:
+    """Give a jailed kernel's cgroup this notebook's bound and let the watchdog read it."""
+    launch = kernel.launch
+    cgroup = launch.cgroup if launch is not None else None
+    if cgroup is None:
+        return
+    cgroup.attach(kernel.pid)
+    try:
+        cgroup.set_memory(memory_bytes)
+    except OSError:  # v1 refuses a bound below what the kernel holds already
+        watchdog.reason = "memory"
+        watchdog.kill()
+        raise
+    cgroup.mark()
+    watchdog.cgroup = cgroup
+
+
 def _died(watchdog: Watchdog, timeout: float, memory_bytes: int) -> tuple[str, str]:
+    if watchdog.reason is None and watchdog.over_memory():  # the kernel killed for memory
+        watchdog.reason = "memory"
     if watchdog.reason == "timeout":
         return "timeout", f"the notebook ran longer than {timeout:g} s"
     if watchdog.reason == "memory":
         mib = memory_bytes // 2**20
+        if watchdog.cgroup is not None:
+            return "error", (
+                f"the kernel was stopped: its jail used more than {mib} MiB of memory (its "
+                "processes, shared memory and files in /tmp together)"
+            )
         return "error", f"the kernel was stopped for using more than {mib} MiB of memory"
     if watchdog.reason == "disk":
         return "error", "the kernel was stopped for writing too much into the grader's folder"

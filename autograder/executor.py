@@ -8,9 +8,12 @@ server ahead of their turn, so that consecutive notebooks do not wait for Python
 (several workers do not: see `run_tasks`). `--jobs N` starts N single-threaded worker
 processes on 127.0.0.1 (random ports, no dashboard, quiet logs); `--scheduler` uses any
 existing cluster (`dask scheduler` / `dask worker`, dask-jobqueue, dask-kubernetes) whose
-workers run this project's environment. When a worker dies, the scheduler gives its task to
-another worker (`Limits.worker_retries` times on a local cluster; an external scheduler's own
-`distributed.scheduler.allowed-failures`), and the task is reported as failed after that.
+workers run this project's environment, over mutual TLS (`autograder.cluster`: a plain
+address only on loopback or with --insecure-plain-tcp). Before the first task, each worker
+says whether its jails have cgroups (`memory_bounds`); one that has none is reported. When a
+worker dies, the scheduler gives its task to another worker (`Limits.worker_retries` times on
+a local cluster; an external scheduler's own `distributed.scheduler.allowed-failures`), and
+the task is reported as failed after that.
 """
 
 from __future__ import annotations
@@ -81,7 +84,8 @@ def connect(settings: Settings, tasks: int) -> Iterator[Client]:
     """A client of the cluster the settings name (started here for --jobs: as many workers
     as there are tasks, up to --jobs)."""
     if settings.scheduler:
-        with Client(settings.scheduler, timeout=CONNECT_TIMEOUT) as client:
+        security = settings.tls.security() if settings.tls is not None else None
+        with Client(settings.scheduler, timeout=CONNECT_TIMEOUT, security=security) as client:
             yield client
         return
     config = {
@@ -115,18 +119,47 @@ def connect(settings: Settings, tasks: int) -> Iterator[Client]:
             shutil.rmtree(scratch, ignore_errors=True)
 
 
+def memory_bounds() -> str:
+    """On a worker: why its jails have no cgroup ("" when they have one)."""
+    from autograder import cgroup  # the worker's answer, from its own process
+
+    return cgroup.why_not()
+
+
+def unbounded(client: Client) -> list[str]:
+    """One line per distinct reason the workers' jails have no cgroup (none: all have one)."""
+    answers = client.run(memory_bounds)
+    reasons: dict[str, list[str]] = {}
+    for worker, why in sorted(answers.items()):
+        if why:
+            reasons.setdefault(str(why), []).append(worker)
+    lines = []
+    for why, workers in reasons.items():
+        where = "" if len(workers) == len(answers) else f" on {', '.join(workers)}"
+        lines.append(
+            f"memory is not bounded per jail{where}: no cgroup can be had ({why}); each jail's "
+            "RSS, open files and processes are bounded instead, and memfd_create is refused"
+        )
+    return lines
+
+
 def run_tasks(
     tasks: list[Task],
     settings: Settings,
     on_outcome: Callable[[Task, Outcome], None],
     on_failure: Callable[[Task, BaseException], None],
+    on_notice: Callable[[str], None] | None = None,
 ) -> None:
-    """Grade every task; each ends in exactly one call of on_outcome or on_failure."""
+    """Grade every task; each ends in exactly one call of on_outcome or on_failure.
+    `on_notice` hears what the instructor must know of the workers (jails without cgroups)."""
     if not tasks:
         return
     with connect(settings, len(tasks)) as client:
         plugin = GradingPlugin(settings.limits.to_json(), settings.jail, settings.notebooks)
         client.register_plugin(plugin)
+        if settings.jail and on_notice is not None:
+            for line in unbounded(client):
+                on_notice(line)
         futures = {}
         workers = max(1, sum(client.nthreads().values()))
         # In the order given (priority). A lone worker starts the next notebook's kernel and

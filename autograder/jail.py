@@ -24,8 +24,15 @@ children) starts as `bwrap ... -- <argv>` from `Jail.launch`. Inside it has:
 - an environment of exactly `environment()`: a dozen fixed variables, and of the grader's
   only the thread counts, locale and time zone of `PASSED_ON` (secrets, tokens and
   JPY_PARENT_PID never cross);
-- rlimits set before bwrap starts (processes, file size, core dumps), binding inside because
-  the jailed uid has no CAP_SYS_RESOURCE.
+- its own cgroup (`autograder.cgroup`), joined before bwrap starts: a memory bound that
+  counts everything the jail holds (its processes, shared memory, memfd files, its tmpfs) and
+  a bound on its processes; where no cgroup can be had, RLIMIT_NPROC and RLIMIT_NOFILE are
+  lower and memfd_create is refused, and the watchdogs sum the jail's RSS;
+- a seccomp filter (`autograder.seccomp`) that bwrap loads before the jail's first program;
+- rlimits set before bwrap starts (processes, open files, file size, core dumps), binding
+  inside because the jailed uid has no CAP_SYS_RESOURCE;
+- no file descriptor of the grader's: the jail's first program closes every descriptor above
+  2 (the user namespace's included) before it executes the command.
 
 Not in it: the project (solutions/, autograder/ and its checks and references, tests/), OUT,
 the submissions, other students' files and processes, the grader's home and environment.
@@ -46,6 +53,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autograder import cgroup as cgroups
+from autograder import seccomp
+
 INSTALL = "bash scripts/install_bwrap.sh  (or: apt-get install -y bubblewrap)"
 PROBE_PACKAGE = "gradeprobe"  # the name autograder/probe is mounted under in the jail
 LIB = "/jail/lib"  # on PYTHONPATH inside: the probe package and the course helpers
@@ -62,6 +72,14 @@ CANNOT_START = (
     "kernel.apparmor_restrict_unprivileged_userns=0), or grade with --no-jail (unsafe)"
 )
 _STARTED: set[tuple[str, str]] = set()  # (bwrap, python) that started a jail in this process
+# The jail's first program: close every descriptor above 2, then become the command.
+CLOSER = (
+    "import os, sys; os.closerange(3, os.sysconf('SC_OPEN_MAX')); "
+    "os.execvp(sys.argv[1], sys.argv[1:])"
+)
+FILES = 1024  # RLIMIT_NOFILE of a jail with a cgroup
+FILES_UNBOUNDED = 256  # ... and of one without (memory held in open files is counted nowhere)
+PROBE_PROCESSES_UNBOUNDED = 128  # RLIMIT_NPROC of a probe's jail without a cgroup
 
 
 class JailUnavailable(RuntimeError):
@@ -85,10 +103,12 @@ def _root_tools() -> tuple[str, ...]:
 
 @dataclass
 class Launch:
-    """A jailed command line and the file descriptors it needs (close them after Popen)."""
+    """A jailed command line, the file descriptors it needs (close them after Popen) and its
+    cgroup (release it when the jail is gone)."""
 
     argv: list[str]
     pass_fds: tuple[int, ...] = ()
+    cgroup: cgroups.JailCgroup | None = None
 
     def close(self) -> None:
         for fd in self.pass_fds:
@@ -97,6 +117,16 @@ class Launch:
             except OSError:
                 pass
         self.pass_fds = ()
+
+    def release(self) -> None:
+        """Kill what is left of the jail in its cgroup and remove the cgroup."""
+        self.close()
+        if self.cgroup is not None:
+            self.cgroup.release()
+
+    def over_memory(self) -> bool:
+        """True when the kernel killed in this jail for want of memory since `cgroup.mark()`."""
+        return self.cgroup is not None and self.cgroup.over_since_mark()
 
 
 @dataclass(frozen=True)
@@ -112,7 +142,8 @@ class Jail:
     scratch_bytes: int = 64 * 2**20
     file_bytes: int = 64 * 2**20  # RLIMIT_FSIZE: no file larger (scratch or shared)
     shared_bytes: int = 96 * 2**20  # a probe jail is killed when its shared folder grows past
-    processes: int = 1024  # RLIMIT_NPROC: processes and threads of the jailed uid
+    processes: int = 1024  # RLIMIT_NPROC and the cgroup's pids.max: processes and threads
+    memory_bytes: int = 4096 * 2**20  # the cgroup's bound, unless a launch gives its own
     host_uid: int = NOBODY  # used when the grader runs as root
     extra_env: dict[str, str] = field(default_factory=dict)
 
@@ -146,6 +177,10 @@ class Jail:
             scratch_bytes=scratch_mb * 2**20,
             processes=processes,
         )
+        try:
+            seccomp.program(cgroups.hierarchy() is not None)
+        except seccomp.SeccompUnavailable as err:
+            raise JailUnavailable(str(err)) from None
         if (jail.bwrap, jail.python) not in _STARTED:
             jail.selftest()
             _STARTED.add((jail.bwrap, jail.python))
@@ -157,22 +192,38 @@ class Jail:
         return str(self.venv / "bin" / "python")
 
     def selftest(self, timeout: float = 30.0) -> None:
-        """Start one jail as student code is started (its namespaces, mounts and Python),
-        running nothing; raise JailUnavailable, one line of why and what to do, if it fails."""
-        with tempfile.TemporaryDirectory(prefix="jailcheck-") as folder:
-            try:
-                launch = self.launch([self.python, "-c", ""], Path(folder))
-            except JailUnavailable as err:
-                why = str(err)
+        """Start one jail as student code is started (its cgroup, namespaces, seccomp filter,
+        mounts and Python), running nothing; raise JailUnavailable, one line of why and what to
+        do, if it fails. A jail that starts only without a cgroup gives up cgroups for this
+        process (`cgroup.why_not()` then says why)."""
+        why = self._try_start(timeout)
+        chosen = cgroups.hierarchy()
+        if why and chosen is not None:  # without its cgroup?
+            cgroups.use(None, f"a jail could not start in {chosen.describe()}: {why}")
+            if self._try_start(timeout):  # not either: the cgroup was not the cause
+                cgroups.use(chosen)
             else:
-                try:
-                    why = _failure(launch, timeout)
-                finally:
-                    launch.close()
+                why = ""
         if why:
             raise JailUnavailable(
                 f"bwrap is installed but cannot start a jail ({why}): {CANNOT_START}"
             )
+
+    def _try_start(self, timeout: float) -> str:
+        with tempfile.TemporaryDirectory(prefix="jailcheck-") as folder:
+            try:
+                launch = self.launch([self.python, "-c", ""], Path(folder))
+            except (JailUnavailable, OSError) as err:
+                return str(err)
+            try:
+                why = _failure(launch, timeout)
+                cgroup = launch.cgroup
+                if not why and cgroup is not None and cgroup.hierarchy.kind != "systemd":
+                    if cgroup.peak() == 0 and cgroup.hierarchy.kind == "v1":
+                        why = "its process was not charged to its cgroup"
+            finally:
+                launch.release()
+        return why
 
     # ---- the command line ---------------------------------------------------------------
 
@@ -208,19 +259,40 @@ class Jail:
         hidden: Iterable[str] = (),
         env: dict[str, str] | None = None,
         probes: bool = False,
+        memory_bytes: int | None = None,
     ) -> Launch:
         """`argv` jailed, with `shared` read-write, the modules `hidden` left out of the course
-        helpers (and of the probe package, mounted only with `probes`).
+        helpers (and of the probe package, mounted only with `probes`), in a cgroup of
+        `memory_bytes` (default `self.memory_bytes`) where one can be had.
 
-        The caller passes `pass_fds` to Popen and calls `close()` afterwards.
+        The caller passes `pass_fds` to Popen and calls `close()` afterwards, and `release()`
+        once the jail is gone (killed or ended). An empty `argv` is completed by the caller
+        (a kernel manager appends the kernel's command).
         """
         shared = Path(shared).resolve()
-        fds: tuple[int, ...] = ()
         self.give(shared)
+        where = cgroups.hierarchy()
+        cgroup = None
+        if where is not None:
+            try:
+                cgroup = where.make(memory_bytes or self.memory_bytes, self.processes)
+            except OSError as err:
+                raise JailUnavailable(f"could not make the jail's cgroup ({err})") from None
+        fds: list[int] = []
+        try:
+            fds.append(seccomp.program_fd(memfd=cgroup is not None))
+            if os.geteuid() == 0:
+                fds.append(user_namespace(self.host_uid))
+        except BaseException:
+            for fd in fds:
+                os.close(fd)
+            if cgroup is not None:
+                cgroup.release()
+            raise
+        head = ["--seccomp", str(fds[0])]
         if os.geteuid() == 0:
-            fd = user_namespace(self.host_uid)
-            fds = (fd,)
-            head = ["--userns", str(fd), "--uid", "0", "--gid", "0"]
+            fd = fds[1]
+            head += ["--userns", str(fd), "--uid", "0", "--gid", "0"]
             head += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
             tail = [
                 "setpriv",
@@ -233,22 +305,28 @@ class Jail:
                 "--",
             ]
         else:
-            head = ["--unshare-user", "--disable-userns", "--uid", str(NOBODY)]
+            head += ["--unshare-user", "--disable-userns", "--uid", str(NOBODY)]
             head += ["--gid", str(NOBODY)]
             tail = []
+        tail += [self.python, "-I", "-S", "-c", CLOSER]
+        processes = self.processes
+        if cgroup is None and probes:
+            processes = min(processes, PROBE_PROCESSES_UNBOUNDED)
         limits = [
             "prlimit",
-            f"--nproc={self.processes}",
+            f"--nproc={processes}",
+            f"--nofile={FILES if cgroup is not None else FILES_UNBOUNDED}",
             f"--fsize={self.file_bytes}",
             "--core=0",
             "--",
         ]
         mounts = self._mounts(shared, _hidden_paths(hidden), probes)
-        cmd = [*limits, self.bwrap, *head, *self._namespaces(), *mounts]
+        join = cgroup.prefix() if cgroup is not None else []
+        cmd = [*join, *limits, self.bwrap, *head, *self._namespaces(), *mounts]
         for key, value in (env if env is not None else self.environment()).items():
             cmd += ["--setenv", key, value]
         cmd += ["--chdir", SCRATCH, "--", *tail, *argv]
-        return Launch(cmd, fds)
+        return Launch(cmd, tuple(fds), cgroup)
 
     def give(self, path: Path) -> None:
         """Let the jailed uid read and write `path` (made by the host before the jail runs)."""

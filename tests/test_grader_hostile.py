@@ -123,7 +123,56 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> Graded:
 def test_the_run_completes(graded: Graded) -> None:
     assert (graded.out / "grades.csv").is_file(), graded.stderr
     assert graded.seconds < 180, f"the hostile class took {graded.seconds:.0f} s"
-    assert "Graded without the jail" not in (graded.out / "report.html").read_text()
+    report = (graded.out / "report.html").read_text()
+    assert "Graded without the jail" not in report
+    # where jails have cgroups, the report and stderr say nothing of unbounded memory
+    assert ("Memory was not bounded per jail" in report) == (not hostile._cgroups())
+    assert ("memory is not bounded per jail" in graded.stderr) == (not hostile._cgroups())
+
+
+def test_memory_held_outside_every_process_stops_the_jail(graded: Graded) -> None:
+    """memfd files in the kernel, a probe that forks: each jail is stopped at 1536 MiB in all
+    (graded `error`, the last cell's probe with the reason); the bystanders kept full marks
+    (test_each_case_gets_the_points_its_own_code_earns)."""
+    if not hostile._cgroups():
+        pytest.skip("no cgroup on this machine: memfd_create is refused in the jail instead")
+    shown = " ".join(hostile.page_text(feedback_path(graded.out, "atk_memory", NOTEBOOK)).split())
+    assert "its jail used more than 1536 MiB of memory" in shown, shown[:2000]
+    rows = {r["student"]: r for r in hostile.read_csv(graded.out / "grades.csv")}
+    assert rows["atk_memory"]["status"] == "error"
+
+
+def test_a_decompression_bomb_is_refused_unread(graded: Graded) -> None:
+    shown = " ".join(hostile.page_text(feedback_path(graded.out, "atk_bomb", NOTEBOOK)).split())
+    assert "its results could not be read (observed.npz has a compressed member" in shown
+
+
+def test_autograded_notebooks_hold_nothing_active(graded: Graded) -> None:
+    """What formgrader, JupyterLab and nbconvert open: no metadata but an image's numeric
+    size, no script, SVG or active HTML; the image itself is still there."""
+    import nbformat
+
+    from autograder.feedback import exporter
+    from autograder.outdir import autograded_path
+    from autograder.sanitise import IMAGES, KEPT, needs_cleaning
+
+    notebooks = sorted((graded.out / "autograded").rglob("*.ipynb"))
+    assert len(notebooks) >= 20
+    for path in notebooks:
+        nb = nbformat.read(path, as_version=4)
+        for output in (o for c in nb.cells for o in c.get("outputs", [])):
+            for mime, sizes in output.get("metadata", {}).items():
+                assert mime in IMAGES and set(sizes) <= {"width", "height"}, (path, mime)
+                assert all(isinstance(v, (int, float)) for v in sizes.values()), (path, sizes)
+            assert set(output.get("data", {})) <= KEPT, (path, output.get("data", {}).keys())
+            assert not needs_cleaning(output.get("data", {}).get("text/html", "")), path
+        body, _ = exporter().from_notebook_node(nb)  # nbconvert, no template script
+        assert not active_content(body), (path, active_content(body))
+    attacker = nbformat.read(autograded_path(graded.out, "atk_kill_grader", NOTEBOOK), 4)
+    outputs = [o for c in attacker.cells for o in c.get("outputs", [])]
+    image = next(o for o in outputs if o.get("data", {}).get("text/plain") == "an image")
+    assert "image/png" in image["data"] and image["metadata"] == {}  # shown, at its own size
+    assert "/etc/passwd" not in str(outputs) and "alert" not in str(outputs)
 
 
 def test_each_case_gets_the_points_its_own_code_earns(graded: Graded) -> None:
@@ -218,7 +267,9 @@ def zipped(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
         zf.writestr(f"class/bystander/{NOTEBOOK}", correct)
         zf.writestr(f"class/bomb/{NOTEBOOK}", b" " * (60 * 2**20))  # ~1000x
         zf.writestr("../escaped.ipynb", "{}")
-    result = hostile.grade(archive, root / "out", *LIMITS, "--notebooks", NOTEBOOK[:2])
+    # graded as where no cgroup can be had: the grader says so once, and so does the report
+    env = {**os.environ, "AUTOGRADER_CGROUPS": "off"}
+    result = hostile.grade(archive, root / "out", *LIMITS, "--notebooks", NOTEBOOK[:2], env=env)
     assert result.returncode == 0, result.stderr
     return root, result.stderr
 
@@ -231,3 +282,22 @@ def test_a_zip_bomb_is_refused_and_the_class_graded(zipped: tuple[Path, str]) ->
     assert float(rows["bystander"]["score"]) == float(rows["bystander"]["max_score"])
     assert "unsafe path" in stderr and not (root / "escaped.ipynb").exists()
     assert not (root / "out" / ".submissions").exists()
+
+
+def test_without_cgroups_the_grader_says_so_once_and_the_report_too(
+    zipped: tuple[Path, str],
+) -> None:
+    root, stderr = zipped
+    lines = [line for line in stderr.splitlines() if "memory is not bounded per jail" in line]
+    assert len(lines) == 1 and "AUTOGRADER_CGROUPS=off" in lines[0], stderr
+    report = " ".join((root / "out" / "report.html").read_text().split())
+    assert "Memory was not bounded per jail" in report and "AUTOGRADER_CGROUPS=off" in report
+
+
+def test_the_banner_outlives_a_refresh(zipped: tuple[Path, str]) -> None:
+    from autograder.cli import main
+
+    root, _ = zipped
+    assert main(["refresh", str(root / "out")]) == 0
+    report = " ".join((root / "out" / "report.html").read_text().split())
+    assert "Memory was not bounded per jail" in report  # the record keeps what the run said

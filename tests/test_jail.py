@@ -4,7 +4,11 @@ Every attack is run from both places; each test asserts that the attack failed a
 honest path still works in the same jail (the kernel computes and reads the data set; a
 correct answer next to the attack still probes to full marks). One kernel notebook carries
 every attack as a cell; the probe child runs each attack in an answer cell and reports the
-outcome through the error text of the answer's function.
+outcome through the error text of the answer's function. The jail's bounds are checked from
+inside a kernel and a probe too: the seccomp filter's answers (against the same calls made
+outside a jail), the open file descriptors, the cgroup (its bounds read as the grader removes
+it, and memory held in memfd files or by forked processes stopping the jail), and a forged
+progress mark that never reaches the page.
 """
 
 from __future__ import annotations
@@ -410,6 +414,219 @@ os.replace = _evil
     assert full_marks(sandbox, SOLUTION)
 
 
+# ---- the jail's bounds seen from inside: cgroup, seccomp filter, open files -----------------
+
+# (name, arguments, what a jail answers): harmless arguments, on which the call outside a jail
+# succeeds or fails otherwise (tested in `outside`): EPERM/ENOSYS can only be the filter's.
+CALLS = [
+    ("unshare", (0,), "EPERM"),
+    ("ptrace", (2, 0, 0, 0), "EPERM"),  # PTRACE_PEEKDATA of pid 0
+    ("process_vm_readv", (0, 0, 0, 0, 0, 0), "EPERM"),
+    ("io_uring_setup", (0, 0), "EPERM"),
+    ("perf_event_open", (0, 0, 0, 0, 0), "EPERM"),
+    ("setns", (-1, 0), "EPERM"),
+    ("keyctl", (0, 0, 0, 0, 0), "EPERM"),
+    ("mount", (0, 0, 0, 0, 0), "EPERM"),
+    ("bpf", (0, 0, 0), "EPERM"),
+    ("personality", (0x0040000,), "EPERM"),  # ADDR_NO_RANDOMIZE
+    ("clone3", (0, 0), "ENOSYS"),  # the C library then uses clone, whose flags are checked
+    # CLONE_NEWUSER | SIGCHLD: without the filter, the jail's limit of nested user namespaces
+    # would answer ENOSPC (outside a jail it would fork: not tried there)
+    ("clone", (0x10000000 | 17, 0, 0, 0, 0), "EPERM"),
+    ("getpid", (), "ok"),
+]
+INSIDE = """
+import ctypes, errno, json, os
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+def call(nr, args):
+    ctypes.set_errno(0)
+    result = libc.syscall(ctypes.c_long(nr), *[ctypes.c_long(a) for a in args])
+    return errno.errorcode[ctypes.get_errno()] if result == -1 else "ok"
+calls = {name: call(nr, args) for name, nr, args in NUMBERED}
+links = {}
+for fd in os.listdir("/proc/self/fd"):
+    try:
+        links[int(fd)] = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:  # the listing's own descriptor
+        pass
+status = dict(line.split(":", 1) for line in open("/proc/self/status"))
+seccomp = [status["Seccomp"].strip(), status["Seccomp_filters"].strip()]
+kinds = sorted({links[fd].split(":")[0] if ":" in links[fd] else links[fd] for fd in links})
+facts = {"calls": calls, "seccomp": seccomp, "kinds": kinds, "fds": sorted(links),
+         "cgroupns": os.readlink("/proc/self/ns/cgroup")}
+"""
+NAMESPACE_LINKS = ("user", "mnt", "pid", "net", "ipc", "uts", "cgroup", "time")
+
+
+def numbered() -> list[tuple[str, int, tuple[int, ...]]]:
+    import pyseccomp
+
+    arch = pyseccomp.system_arch()
+    return [(name, pyseccomp.resolve_syscall(arch, name), args) for name, args, _ in CALLS]
+
+
+def inside_code() -> str:
+    return f"NUMBERED = {numbered()!r}\n{INSIDE}"
+
+
+@pytest.fixture(scope="module")
+def outside() -> dict[str, str]:
+    """The same calls in an unjailed process: none answers as the filter does."""
+    import json
+
+    code = (
+        inside_code().replace(
+            "for name, nr, args in NUMBERED}", "for name, nr, args in NUMBERED if name != 'clone'}"
+        )
+        + "print(json.dumps(calls))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def check_inside(facts: dict[str, Any], outside: dict[str, str]) -> None:
+    expected = {name: answer for name, _, answer in CALLS}
+    assert facts["calls"] == expected, facts["calls"]
+    assert all(outside[n] != a for n, a in expected.items() if a != "ok" and n in outside)
+    assert facts["seccomp"] == ["2", "1"]  # filter mode, one filter
+    assert not [k for k in facts["kinds"] if k in NAMESPACE_LINKS], facts["kinds"]
+    assert not [k for k in facts["kinds"] if "jail-seccomp" in k], facts["kinds"]
+    assert facts["cgroupns"] != os.readlink("/proc/self/ns/cgroup")  # its own cgroup view
+
+
+@pytest.fixture
+def released(monkeypatch: pytest.MonkeyPatch) -> dict[str, dict[str, str]]:
+    """The bounds of every jail cgroup, read as each is removed (cgroup name -> files)."""
+    from autograder.cgroup import JailCgroup
+
+    seen: dict[str, dict[str, str]] = {}
+    original = JailCgroup.release
+
+    def release(self: JailCgroup, wait: float = 5.0) -> None:
+        if self.folders and not self.released:
+            seen[self.name] = {
+                f.name: (folder / f.name).read_text().strip()
+                for folder in self.folders
+                for f in folder.iterdir()
+                if f.name in BOUND_FILES
+            }
+        original(self, wait)
+
+    monkeypatch.setattr(JailCgroup, "release", release)
+    return seen
+
+
+BOUND_FILES = ("memory.limit_in_bytes", "memory.max", "pids.max", "memory.max_usage_in_bytes")
+KERNEL_MEMORY = 1537 * 2**20  # an odd bound, to find this notebook's cgroup among the others
+
+
+def memory_limit(files: dict[str, str]) -> int:
+    return int(files.get("memory.limit_in_bytes") or files.get("memory.max") or 0)
+
+
+def test_a_kernel_runs_in_its_cgroup_under_the_filter_without_the_graders_fds(
+    runner: KernelRunner, outside: dict[str, str], released: dict[str, dict[str, str]]
+) -> None:
+    import json
+
+    from autograder import cgroup
+
+    nb = new_notebook(cells=[new_code_cell(inside_code() + "print(json.dumps(facts))")])
+    done = runner.execute(nb, timeout=60, cell_timeout=60, memory_bytes=KERNEL_MEMORY)
+    assert done.status == "ok", done.detail
+    check_inside(json.loads(text(done.notebook.cells[0])), outside)
+    if cgroup.hierarchy() is None:
+        pytest.skip(f"no cgroup here ({cgroup.why_not()})")
+    mine = [f for f in released.values() if memory_limit(f) == KERNEL_MEMORY]
+    assert len(mine) == 1, released
+    assert mine[0]["pids.max"] == "1024"
+
+
+def test_a_kernel_holding_memfd_files_past_its_bound_is_stopped(runner: KernelRunner) -> None:
+    from autograder import cgroup
+
+    hog = (
+        "import os\nheld = []\nfor i in range(40):\n    fd = os.memfd_create(f'm{i}')\n"
+        "    for _ in range(64):\n        os.write(fd, b'x' * 2**20)\n    held.append(fd)\n"
+    )
+    nb = new_notebook(cells=[new_code_cell(hog)])
+    done = runner.execute(nb, timeout=60, cell_timeout=60, memory_bytes=768 * 2**20)
+    if cgroup.hierarchy() is None:  # memfd_create is refused instead
+        assert done.status == "ok" and "PermissionError" in text(done.notebook.cells[0])
+    else:
+        assert done.status == "error", done.detail
+        assert "its jail used more than 768 MiB of memory" in done.detail
+    assert "honest 6.0" in text(run(runner, HONEST).notebook.cells[0])
+
+
+def test_a_probe_runs_in_its_cgroup_under_the_filter_without_the_graders_fds(
+    sandbox: Sandbox, outside: dict[str, str]
+) -> None:
+    import json
+
+    from autograder import cgroup
+
+    # the facts travel back as the error of the graded function, in at most 300 characters
+    short = (
+        "_short = json.dumps([[facts['calls'][n] for n, _, _ in NUMBERED], facts['seccomp'],"
+        " facts['kinds'], facts['cgroupns']])\n"
+    )
+    reveal = f"def {FUNCTION}(*args):\n    raise RuntimeError(_short)\n"
+    outcome = probe(sandbox, inside_code() + short + reveal)
+    assert outcome.observed is not None, outcome.problem
+    message = next(v for k, v in outcome.observed.items() if k.endswith("!"))
+    calls, seccomp, kinds, cgroupns = json.loads(message.removeprefix("RuntimeError: "))
+    facts = {"calls": dict(zip([n for n, _, _ in CALLS], calls, strict=True)),
+             "seccomp": seccomp, "kinds": kinds, "cgroupns": cgroupns}  # fmt: skip
+    check_inside(facts, outside)
+    if cgroup.hierarchy() is None:
+        pytest.skip(f"no cgroup here ({cgroup.why_not()})")
+    server = sandbox._current  # noqa: SLF001 - the jail this probe ran in
+    files = {
+        name: (d / name).read_text().strip()
+        for d in server.cgroup.folders
+        for name in BOUND_FILES
+        if (d / name).exists()
+    }
+    assert memory_limit(files) == sandbox.memory_bytes and files["pids.max"] == "1024"
+    assert int(files.get("memory.max_usage_in_bytes", "1")) > 0
+
+
+def test_a_probe_whose_processes_hold_more_than_the_bound_together_is_stopped(
+    sandbox: Sandbox,
+) -> None:
+    """Four processes of 200 MiB each: each is under RLIMIT_AS, the jail is not."""
+    from autograder import cgroup
+
+    forks = (
+        "import os, time\nchild = False\nfor _ in range(3):\n    if os.fork() == 0:\n"
+        "        child = True\n        break\nmine = b'x' * (200 * 2**20)\ntime.sleep(3)\n"
+        "if child:\n    os._exit(0)\n"
+    )
+    outcome = probe(sandbox, forks + SOLUTION)
+    assert outcome.observed is None
+    if cgroup.hierarchy() is not None:
+        assert "its jail used more than 512 MiB of memory" in outcome.problem, outcome.problem
+    assert full_marks(sandbox, SOLUTION)
+
+
+def test_a_forged_progress_mark_never_reaches_the_page(sandbox: Sandbox) -> None:
+    """The child's progress file says where it stopped; student code can write it. Only a mark
+    the grader can name is used: no text of the file is repeated."""
+    forge = (
+        "import os\n"
+        "folder = next(d for d, _, files in os.walk('/tmp') if 'job.json' in files)\n"
+        "open(os.path.join(folder, 'progress'), 'w').write('answer:<b>FORGED</b> by the grader')\n"
+        "os._exit(3)\n"
+    )
+    outcome = probe(sandbox, SOLUTION + "\n" + forge)
+    assert outcome.observed is None and outcome.stopped_in is None
+    assert "FORGED" not in outcome.problem and "exit code 3" in outcome.problem
+    assert full_marks(sandbox, SOLUTION)
+
+
 # ---- after everything: nothing outside the jails changed ----------------------------------
 
 
@@ -560,7 +777,7 @@ print(json.dumps({
 }))
 """
 NAMESPACES = ("user", "mnt", "pid", "net", "ipc", "uts")
-LIMITS = ("FSIZE", "NPROC", "CORE")
+LIMITS = ("FSIZE", "NPROC", "CORE", "NOFILE")
 FIXED_ENVIRONMENT = {  # README: what a jail's environment holds besides jail.PASSED_ON
     "HOME", "PWD", "USER", "LOGNAME", "PATH", "LANG", "PYTHONPATH", "PYTHONNOUSERSITE",
     "PYTHONDONTWRITEBYTECODE", "MPLBACKEND", "MPLCONFIGDIR", "NBGRADER_EXECUTION",
@@ -611,10 +828,15 @@ def test_a_jail_runs_unprivileged_in_its_own_namespaces(facts: dict[str, Any]) -
 
 
 def test_a_jail_has_the_bounds_the_readme_states(facts: dict[str, Any]) -> None:
-    """64 MiB of /tmp, 16 MiB of /dev/shm, files of at most 64 MiB, 1,024 processes."""
+    """64 MiB of /tmp, 16 MiB of /dev/shm, files of at most 64 MiB, 1,024 processes, 1,024
+    open files (256 where the jail has no cgroup)."""
+    from autograder import cgroup
+
     assert facts["sizes"] == [64 * 2**20, 16 * 2**20]
     limits = {k: tuple(v) for k, v in facts["limits"].items()}
-    assert limits == {"FSIZE": (64 * 2**20,) * 2, "NPROC": (1024, 1024), "CORE": (0, 0)}
+    files = 1024 if cgroup.hierarchy() is not None else 256
+    assert limits == {"FSIZE": (64 * 2**20,) * 2, "NPROC": (1024, 1024), "CORE": (0, 0),
+                      "NOFILE": (files, files)}  # fmt: skip
 
 
 def test_a_jail_sees_a_read_only_view_and_writes_only_its_scratch(facts: dict[str, Any]) -> None:

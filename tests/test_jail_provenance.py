@@ -4,6 +4,7 @@ them (however it is written) keeps its points."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import shutil
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from autograder.discover import load_masters
 from autograder.jail import Jail
 from autograder.judge import score_answers
 from autograder.probe.child import answer_label, exec_cell, origins
-from autograder.provenance import revealing_imports, screen, static_imports
+from autograder.provenance import recorded_imports, revealing_imports, screen, static_imports
 from autograder.rebuild import defined_names
 from autograder.sandbox import ProbeJob, Sandbox
 from tests.corpus import hostile
@@ -31,6 +32,29 @@ NAMES = ["average_loop", "N_PARAMS", "Head"]
         ("import helpers\nN_PARAMS: int = helpers.N_PARAMS", ["N_PARAMS"]),
         ("average_loop = F.softmax", ["average_loop"]),  # F comes from the setup cell
         ("from torch import cumsum as average_loop\nN_PARAMS = 3 * 32 * 16", ["average_loop"]),
+        ("from torch import cumsum as c\naverage_loop = c", ["average_loop"]),
+        # made at run time: every graded name of the cell
+        ("exec('def average_loop(x):\\n    return x')", NAMES),
+        (
+            "import importlib\naverage_loop = getattr(importlib.import_module('json'), 'loads')",
+            NAMES,
+        ),
+        ("def average_loop(x):\n    return x\nglobals()['average_loop'] = print", NAMES),
+        ("import sys\ndef Head(): ...\nHead = sys.modules['json'].JSONDecoder", NAMES),
+        ("def average_loop(x):\n    return x\naverage_loop.__code__ = len.__code__", NAMES),
+        # built from a module the cell imports (not the plain libraries)
+        ("import json\nclass Head(json.JSONDecoder):\n    pass", ["Head"]),
+        (
+            "import json, torch.nn as nn\n"
+            "Head = type('Head', (nn.Module,), dict(vars(json.JSONEncoder)))",
+            NAMES,
+        ),
+        ("import json\nHead = type('Head', (json.JSONEncoder,), {})", ["Head"]),
+        (
+            "from attention_course import answers\n@answers.swap\ndef average_loop(x): ...",
+            ["average_loop"],
+        ),
+        ("from attention_course.answers import *", NAMES),
     ],
 )
 def test_imported_graded_names_are_found_in_the_source(source: str, flagged: list[str]) -> None:
@@ -49,6 +73,13 @@ def test_imported_graded_names_are_found_in_the_source(source: str, flagged: lis
         "from torch import cumsum\nimport math",  # imports, but of names that are not graded
         "%%time\ndef average_loop(x):\n    return x",
         "this is not python (",
+        "import functools\n@functools.lru_cache\ndef average_loop(x):\n    return x",
+        "import torch.nn as nn\nclass Head(nn.Module):\n    def forward(self, x):\n"
+        "        return -x",
+        "import math\nN_PARAMS = math.prod((3, 32, 16))",
+        "import torch\naverage_loop = lambda x: torch.cumsum(x, 1)",
+        "def average_loop(x):\n    return getattr(x, 'cumsum')(1)",  # getattr on a value
+        "def Head(x):\n    return [m for m in x.modules()]",  # nn.Module.modules, not sys's
     ],
 )
 def test_answers_that_define_their_names_are_not_flagged(source: str) -> None:
@@ -94,11 +125,34 @@ class Head(nn.Module):
         ("UnmaskedHead = type('UnmaskedHead', (nn.Module,), dict(vars(json.JSONEncoder)))", True),
     ],
 )
-def test_the_child_records_names_not_written_in_a_cell(answer: str, flagged: bool) -> None:
+def test_the_childs_record_checked_by_the_grader_finds_names_not_written_in_a_cell(
+    answer: str, flagged: bool
+) -> None:
     ns = _namespace(SETUP, answer)
     names = [n for n in ("average_loop", "UnmaskedHead") if n in ns]
     assert names, "the answer defines no graded name"
-    assert bool(origins(ns, names, "head")) == flagged
+    record = json.loads(json.dumps(origins(ns, names)))  # as it travels, plain data
+    found = recorded_imports(record, names, {"head": answer}, ["<setup 0>"])
+    assert bool(found) == flagged, found
+
+
+def test_an_erased_or_forged_record_does_not_hide_an_import() -> None:
+    """Student code may replace what the child writes: a missing record counts as imported,
+    and a record naming a line of the cell where nothing is defined does too."""
+    answer = "import json\naverage_loop = json.loads\n"
+    assert recorded_imports({}, ["average_loop"], {"head": answer}) == {
+        "average_loop": "no record of where it was made"
+    }
+    forged = {"average_loop": {"kind": "function", "file": "<answer head>", "line": 2}}
+    assert (
+        "no definition"
+        in recorded_imports(forged, ["average_loop"], {"head": answer})["average_loop"]
+    )
+    honest = "def average_loop(x):\n    return x\n"
+    record = {"average_loop": {"kind": "function", "file": "<answer head>", "line": 1}}
+    assert recorded_imports(record, ["average_loop"], {"head": honest}) == {}
+    elsewhere = {"average_loop": {"kind": "function", "file": "<answer other>", "line": 1}}
+    assert recorded_imports(elsewhere, ["average_loop"], {"head": honest}) != {}
 
 
 def test_screen_keeps_missing_answers_and_flags_either_witness() -> None:
@@ -132,10 +186,13 @@ def test_an_imported_correct_answer_scores_zero_with_the_reason(
     gids = list(MASTER.graded)
     names = {g: next(iter(defined_names(hostile.solutions(NOTEBOOK)[g]))) for g in gids}
     imported = {gids[0]: f"from attention_course.answers import {names[gids[0]]}"}
-    imported[gids[1]] = (  # invisible to the source check: only the child's record sees it
-        f"import importlib\n{names[gids[1]]} = getattr("
-        f"importlib.import_module('attention_course.answers'), '{names[gids[1]]}')"
+    imported[gids[1]] = (  # invisible to the source check: the child's record, checked, sees it
+        f"def _get():\n    from attention_course.answers import {names[gids[1]]} as f\n"
+        f"    return f\n{names[gids[1]]} = _get()\n"
     )
+    imported[gids[2]] = (  # the record erased as well (and the source check sees that)
+        "import __main__\n__main__.origins = lambda *args, **kwargs: {}\n" + imported[gids[1]]
+    ).replace(names[gids[1]], names[gids[2]])
     answers = {**hostile.solutions(NOTEBOOK), **imported}
     try:
         results, _ = score_answers(MASTER, answers, box)
@@ -144,8 +201,7 @@ def test_an_imported_correct_answer_scores_zero_with_the_reason(
     for gid in imported:
         assert results[gid].score == 0, results[gid].render()
         assert results[gid].mistakes == ["imported-answer"]
-    for gid in set(gids) - set(imported):
-        assert results[gid].score == MASTER.graded[gid]
+    assert set(imported) == set(gids)
 
 
 def test_the_same_imports_would_earn_full_marks_without_the_check(

@@ -1,25 +1,44 @@
-"""Observed data on disk: JSON for the structure, .npz for the arrays, never pickle.
+"""Observed data on disk: JSON for the structure, .npy members of a .npz for the arrays, never
+pickle.
 
 The jail writes with `write_observed`; the grader reads with `read_observed`, which trusts
 nothing in the folder: no symbolic links are followed (the folder itself included), only
-regular files are read, their size is bounded, and arrays load with `allow_pickle=False`
-(an object array is refused, never unpickled). Imports only the standard library and numpy.
+regular files are read, and everything is read against one byte budget per probe
+(`RESULT_LIMIT`: the files, then each array) and the notebook's deadline. The .npz is read
+by the grader itself, not by numpy's loader: the number of members and the size of the
+central directory are checked first; a compressed member is refused (np.savez stores them
+uncompressed, so a member's size on disk is its size in memory); each member's size comes
+from its header (shape and dtype, objects refused) and must match the stored size before a
+byte of it is read; and each member is read once, however often the JSON refers to it.
+Imports only the standard library and numpy.
 """
 
 from __future__ import annotations
 
 import io
 import json
+import math
 import os
 import stat
+import struct
+import time
+import zipfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 ARRAY = "\x00npz"  # JSON marker: {ARRAY: key} stands for the array stored under key in the .npz
-RESULT_LIMIT = 256 * 2**20  # bytes of observed data the grader agrees to read
+RESULT_LIMIT = 256 * 2**20  # bytes the grader holds to read one probe's files and arrays
+JSON_LIMIT = 8 * 2**20  # of which observed.json (structure and scalars; arrays go to the .npz)
+MEMBER_LIMIT = 4096  # arrays in observed.npz
+DIRECTORY_LIMIT = 2**20  # bytes of its central directory
+KINDS = "biufcUS"  # the dtypes `encode` writes
 MAX_DEPTH = 8
+
+
+class Unreadable(ValueError):
+    """The observed files break a bound or a rule; the message is the grader's, never theirs."""
 
 
 def encode(value: Any, arrays: dict[str, np.ndarray], depth: int = 0) -> Any:
@@ -53,7 +72,7 @@ def decode(value: Any, arrays: Any) -> Any:
     if isinstance(value, dict):
         if set(value) == {ARRAY}:
             key = value[ARRAY]
-            return arrays[key] if isinstance(key, str) and key in arrays.files else None
+            return arrays.get(key) if isinstance(key, str) else None
         return {k: decode(v, arrays) for k, v in value.items()}
     return value
 
@@ -81,7 +100,7 @@ def write_json(folder: str | Path, name: str, value: Any) -> None:
 def read_bytes(folder: str | Path, name: str, limit: int) -> bytes:
     """The content of folder/name, refusing links, special files and more than `limit` bytes.
 
-    Raises OSError (missing, a link, not a regular file) or ValueError (too large).
+    Raises OSError (missing, a link, not a regular file) or Unreadable (too large).
     """
     dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
@@ -95,10 +114,10 @@ def read_bytes(folder: str | Path, name: str, limit: int) -> bytes:
         if not stat.S_ISREG(info.st_mode):
             raise OSError(f"{name} is not a regular file")
         if info.st_size > limit:
-            raise ValueError(f"{name} is too large")
+            raise Unreadable(f"{name} is larger than the grader reads")
         data = f.read(limit + 1)
     if len(data) > limit:
-        raise ValueError(f"{name} is too large")
+        raise Unreadable(f"{name} is larger than the grader reads")
     return data
 
 
@@ -118,26 +137,105 @@ def read_json(folder: str | Path, name: str, limit: int = 1 << 20) -> Any:
         return None
 
 
-def read_observed(folder: str | Path) -> dict[str, Any]:
-    """What the probe observed. Raises ValueError/OSError when the files are unusable."""
-    npz = read_bytes(folder, "observed.npz", RESULT_LIMIT)
-    js = read_bytes(folder, "observed.json", RESULT_LIMIT - len(npz))
-    with np.load(io.BytesIO(npz), allow_pickle=False) as arrays:
-        try:
-            observed = _materialise(decode(json.loads(js), arrays))
-        except RecursionError as err:
-            raise ValueError("they are nested too deeply") from err
+def read_observed(
+    folder: str | Path, limit: int = RESULT_LIMIT, deadline: float = math.inf
+) -> dict[str, Any]:
+    """What the probe observed, within `limit` bytes in all and before `deadline` (monotonic).
+
+    Raises Unreadable (a bound or rule broken, in the grader's words) or OSError (missing,
+    a link, not a regular file)."""
+    budget = _Budget(limit, deadline)
+    npz = read_bytes(folder, "observed.npz", limit)
+    budget.spend(len(npz), "the observed files are larger than the grader reads")
+    js = read_bytes(folder, "observed.json", min(JSON_LIMIT, budget.left))
+    budget.spend(len(js), "the observed files are larger than the grader reads")
+    arrays = read_arrays(npz, budget)
+    try:
+        observed = decode(json.loads(js), arrays)
+    except RecursionError:
+        raise Unreadable("they are nested too deeply") from None
+    except ValueError:
+        raise Unreadable("observed.json is not valid JSON") from None
     if not isinstance(observed, dict):
-        raise ValueError("they are not a mapping")
+        raise Unreadable("they are not a mapping")
     return observed
 
 
-def _materialise(value: Any) -> Any:
-    """Copy arrays out of the lazily loaded .npz before it is closed."""
-    if isinstance(value, np.ndarray):
-        return np.array(value)
-    if isinstance(value, list):
-        return [_materialise(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _materialise(v) for k, v in value.items()}
-    return value
+class _Budget:
+    """Bytes left to read for one probe, and its deadline."""
+
+    def __init__(self, limit: int, deadline: float) -> None:
+        self.left, self.deadline = limit, deadline
+
+    def spend(self, size: int, why: str) -> None:
+        if time.monotonic() > self.deadline:
+            raise Unreadable("reading them went past the notebook's time budget")
+        if size > self.left:
+            raise Unreadable(why)
+        self.left -= size
+
+
+def read_arrays(data: bytes, budget: _Budget) -> dict[str, np.ndarray]:
+    """Every array of an .npz held in `data`, each read once, sizes checked before reading."""
+    _check_directory(data)
+    arrays: dict[str, np.ndarray] = {}
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+    except (zipfile.BadZipFile, ValueError, OSError, struct.error):
+        raise Unreadable("observed.npz is not a readable .npz") from None
+    with archive:
+        infos = archive.infolist()
+        if len(infos) > MEMBER_LIMIT:
+            raise Unreadable(f"observed.npz holds more than {MEMBER_LIMIT} arrays")
+        for info in infos:
+            key = info.filename.removesuffix(".npy")
+            if key in arrays or not info.filename.endswith(".npy"):
+                raise Unreadable("observed.npz has a member twice, or one that is not an array")
+            if info.compress_type != zipfile.ZIP_STORED or info.compress_size != info.file_size:
+                raise Unreadable("observed.npz has a compressed member (the grader inflates none)")
+            budget.spend(info.file_size, "their arrays add up to more than the grader reads")
+            try:
+                with archive.open(info) as member:
+                    arrays[key] = _read_member(member, info.file_size)
+            except Unreadable:
+                raise
+            except (zipfile.BadZipFile, ValueError, OSError, EOFError, struct.error):
+                raise Unreadable("an array of observed.npz is malformed") from None
+    return arrays
+
+
+def _check_directory(data: bytes) -> None:
+    """Refuse a .npz whose end record promises more members or directory than the bounds:
+    the zip reader would build all of it in memory first."""
+    tail = data[-(2**16 + 22) :]
+    at = tail.rfind(b"PK\x05\x06")
+    if at < 0 or len(tail) - at < 22:
+        raise Unreadable("observed.npz is not a readable .npz")
+    entries, size = struct.unpack("<HI", tail[at + 10 : at + 16])
+    if b"PK\x06\x07" in tail[max(0, at - 20) : at]:
+        raise Unreadable("observed.npz is a ZIP64 archive (too large to be observed data)")
+    if entries > MEMBER_LIMIT or size > DIRECTORY_LIMIT:
+        raise Unreadable(f"observed.npz holds more than {MEMBER_LIMIT} arrays")
+
+
+def _read_member(member: Any, stored: int) -> np.ndarray:
+    """One .npy member: the header's shape and dtype must account for exactly `stored` bytes."""
+    version = np.lib.format.read_magic(member)
+    if version == (1, 0):
+        shape, fortran, dtype = np.lib.format.read_array_header_1_0(member, max_header_size=4096)
+    elif version in ((2, 0), (3, 0)):
+        shape, fortran, dtype = np.lib.format.read_array_header_2_0(member, max_header_size=4096)
+    else:
+        raise Unreadable("an array of observed.npz has an unknown format")
+    if dtype.hasobject or dtype.kind not in KINDS:
+        raise Unreadable("an array of observed.npz holds Python objects or an unknown type")
+    count = math.prod(shape)
+    size = count * dtype.itemsize
+    header = member.tell()
+    if header + size != stored:
+        raise Unreadable("an array's header does not match its size in observed.npz")
+    buffer = bytearray(size)
+    if size and member.readinto(buffer) != size:
+        raise Unreadable("an array of observed.npz is cut short")
+    flat = np.frombuffer(buffer, dtype=dtype, count=count)
+    return flat.reshape(shape, order="F" if fortran else "C")

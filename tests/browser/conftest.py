@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.browser.lab import CHROMIUM, CHROMIUM_ARGS, SCREENSHOTS, LabServer, start_lab
+from tests.browser.lab import CHROMIUM, CHROMIUM_ARGS, ROOT, SCREENSHOTS, LabServer, start_lab
 
 
 @pytest.fixture(scope="session")
@@ -31,12 +33,31 @@ def browser() -> Iterator:
 
 
 @pytest.fixture(scope="session")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
-    """JupyterLab on the project, as `make lab` serves it: the course directory is filled first."""
-    from autograder.release import ensure_course_dir
+def lab_course() -> Iterator[Path]:
+    """The course directory the lab's formgrader shows: a copy of the project's, in build/
+    (inside the lab's root), holding a graded class with script payloads (payload.py)."""
+    from tests.browser.payload import course_with_payload
 
-    ensure_course_dir()  # .nbgrader/ with the assignment, so the formgrader lists it
-    server = start_lab(tmp_path_factory.mktemp("lab-home"))
+    folder = course_with_payload(ROOT / "build" / f"lab-course-{os.getpid()}")
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def lab(tmp_path_factory: pytest.TempPathFactory, lab_course: Path) -> Iterator[LabServer]:
+    """JupyterLab on the project, as `make lab` serves it; its formgrader shows `lab_course`
+    (nbgrader_config.py reads $AUTOGRADER_COURSE_DIR), not the project's .nbgrader/."""
+    from autograder.formgrade import ENV_COURSE_DIR
+
+    before = os.environ.get(ENV_COURSE_DIR)
+    os.environ[ENV_COURSE_DIR] = str(lab_course)
+    try:
+        server = start_lab(tmp_path_factory.mktemp("lab-home"))
+    finally:
+        if before is None:
+            os.environ.pop(ENV_COURSE_DIR, None)
+        else:
+            os.environ[ENV_COURSE_DIR] = before
     yield server
     server.stop()
     assert server.process.returncode == 0, f"jupyter lab did not stop cleanly:\n{server.log()}"

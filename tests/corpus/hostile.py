@@ -32,6 +32,7 @@ from typing import Any
 import nbformat
 import psutil
 
+from autograder.discover import load_masters
 from autograder.examples import (  # noqa: F401 - re-exported for the tests
     ENDLESS,
     MEMORY_HOG,
@@ -155,8 +156,13 @@ def sample_rounds(notebook: str) -> list[list[corpus.Mutation]]:
 
 
 def alternative_sample(notebook: str) -> list[corpus.Alternative]:
-    """One alternative per answer cell of `notebook`: one submission, full marks expected."""
+    """One alternative per answer cell of `notebook`: one submission, full marks expected. The
+    one that reads names the notebook's cells define above it, where the corpus has one
+    (tests/corpus/context.py: it also proves that such an answer keeps its points)."""
+    from tests.corpus.context import LABEL
+
     mine = [a for a in corpus.alternatives() if a.notebook == notebook]
+    mine.sort(key=lambda a: a.label != LABEL)  # stable: otherwise the corpus's order
     return list({a.grade_id: a for a in reversed(mine)}.values())[::-1]
 
 
@@ -222,12 +228,27 @@ def alternatives_beside(
         for k, batch in enumerate(rounds):
             mutated_cells = {m.grade_id for m in batch}
             touched = mutated_cells | dependents(notebook, mutated_cells)
-            if a.grade_id not in touched and _fits(notebook, a, [*batch, *placed[k]]):
+            uses = {a.grade_id, *context_uses(notebook, a)}
+            if not uses & touched and _fits(notebook, a, [*batch, *placed[k]]):
                 placed[k].append(a)
                 break
         else:
             left.append(a)
     return placed, left
+
+
+def context_uses(notebook: str, alternative: corpus.Alternative) -> frozenset[str]:
+    """Answer cells whose names the master cells run before `alternative` read (a cell of the
+    notebook that calls an earlier answer's function: a mutation there would change it)."""
+    from autograder.context import analyse
+
+    master = load_masters(notebooks=(notebook,))[notebook]
+    sols = solutions(notebook)
+    sols[alternative.grade_id] = alternative.source
+    order = master.code_answers[: master.code_answers.index(alternative.grade_id) + 1]
+    plan = master.context.plan([(g, sols[g]) for g in order], alternative.grade_id)
+    reads = set().union(*(analyse(src).reads for kind, _, src in plan.steps if kind == "context"))
+    return frozenset(g for g in order if defined_names(sols[g]) & reads)
 
 
 def dependents(notebook: str, grade_ids: set[str]) -> frozenset[str]:
@@ -574,6 +595,64 @@ display(HTML('<script>document.title="pwned"</script><img src=x onerror="alert(1
 display(Markdown('[click](javascript:alert(3))'))
 display(Javascript('alert(4)'))
 """
+# In the kernel: 88 memfd files of 64 MiB held open (5.5 GiB that is in no process's RSS).
+# In a probe (MPLBACKEND=Agg there): three children forked, each process then holding 600 MiB.
+MEMORY_OUTSIDE = """
+import os as _os, time as _time
+if _os.environ.get("MPLBACKEND") != "Agg":
+    _held = []
+    for _i in range(88):
+        _fd = _os.memfd_create(f"held{_i}")
+        for _ in range(64):
+            _os.write(_fd, b"x" * 2**20)
+        _held.append(_fd)
+else:
+    _child = False
+    for _ in range(3):
+        if _os.fork() == 0:
+            _child = True
+            break
+    _mine = b"x" * (600 * 2**20)
+    _time.sleep(5)
+    if _child:
+        _os._exit(0)
+"""
+# In a probe: observed.npz replaced by a deflated 256 MiB array (a few hundred KB on disk)
+# that observed.json refers to six times.
+BOMB = """
+import os as _os
+if _os.environ.get("MPLBACKEND") == "Agg":
+    import json as _json, zipfile as _zipfile
+    import numpy as _np
+    _replace = _os.replace
+    def _bomb(src, dst):
+        _replace(src, dst)
+        if str(dst).endswith("observed.json"):
+            _npz = _os.path.join(_os.path.dirname(str(dst)), "observed.npz")
+            with _zipfile.ZipFile(_npz, "w", _zipfile.ZIP_DEFLATED) as _zf:
+                with _zf.open("a0.npy", "w", force_zip64=True) as _f:
+                    _header = {"descr": "<f8", "fortran_order": False, "shape": (2**25,)}
+                    _np.lib.format.write_array_header_1_0(_f, _header)
+                    for _ in range(256):
+                        _f.write(bytes(2**20))
+            with open(dst, "w") as _out:
+                _json.dump({"bomb": [{"\\u0000npz": "a0"}] * 6}, _out)
+    _os.replace = _bomb
+"""
+# Shown in formgrader: an image whose metadata would become an event handler there (the
+# template writes width unquoted), file names in the metadata, and an SVG that runs a script.
+FORMGRADER = """
+import os as _os
+if _os.environ.get("MPLBACKEND") != "Agg":
+    from IPython.display import SVG as _SVG, display as _display, publish_display_data
+    publish_display_data(
+        {"image/png": "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAE"
+                      "hQGAhKmMIQAAAABJRU5ErkJggg==", "text/plain": "an image"},
+        metadata={"image/png": {"width": "1 onerror=alert(document.cookie) data-x=1"},
+                  "filenames": {"image/png": "/etc/passwd"}})
+    _svg = '<svg xmlns="http://www.w3.org/2000/svg" onload="alert(5)"><circle r="4"/></svg>'
+    _display(_SVG(_svg))
+"""
 
 
 def _answers_with(notebook: str, changes: dict[str, str]) -> bytes:
@@ -625,7 +704,9 @@ def attacks(notebook: str, paths: dict[str, Path]) -> list[Case]:
             + FILL_DISK,
         ),
         "atk_daemon": _tail(notebook, first, DAEMON.format(target=csv_path)),
-        "atk_kill_grader": _tail(notebook, last, KILL_GRADER),
+        "atk_kill_grader": _tail(notebook, last, KILL_GRADER + FORMGRADER),
+        "atk_memory": _tail(notebook, last, MEMORY_OUTSIDE),
+        "atk_bomb": _tail(notebook, last, BOMB),
         # what it shows would reach pages and spreadsheets: its id is a formula, and it prints
         # the environment, the code that calls it and active HTML
         FORMULA_STUDENT: _tail(
@@ -643,7 +724,15 @@ def attacks(notebook: str, paths: dict[str, Path]) -> list[Case]:
             "working folder"
         ),
         "atk_daemon": "a double-forked daemon that rewrites grades.csv after the run",
-        "atk_kill_grader": "SIGKILL to every grader process it can see",
+        "atk_kill_grader": (
+            "SIGKILL to every grader process it can see, and an image whose metadata would run "
+            "a script in formgrader, beside an SVG that would"
+        ),
+        "atk_memory": (
+            "5.5 GiB held in memfd files by the kernel, and a probe that forks three children "
+            "holding 600 MiB each"
+        ),
+        "atk_bomb": "a probe's results replaced by a deflated 256 MiB array referred to 6 times",
         FORMULA_STUDENT: (
             "a student id that is a formula, with correct answers that print the environment, "
             "the source of whatever calls them, and script, onerror, iframe and javascript: "
@@ -655,6 +744,8 @@ def attacks(notebook: str, paths: dict[str, Path]) -> list[Case]:
         "atk_read_solutions": all_lost,
         "atk_read_student": all_lost,
         "atk_replace_probe": Expect("ok", frozenset({first})),
+        "atk_memory": Expect("error" if _cgroups() else "ok", frozenset({last})),
+        "atk_bomb": Expect("ok", frozenset({last})),
     }
     cases = [
         Case(s, about[s], {notebook: f},
@@ -662,6 +753,14 @@ def attacks(notebook: str, paths: dict[str, Path]) -> list[Case]:
         for s, f in files.items()
     ]  # fmt: skip
     return cases + _bounds(notebook, ids) + _matching(notebook)
+
+
+def _cgroups() -> bool:
+    """Whether this machine gives jails a cgroup: the kernel then stops a jail holding more
+    than its bound in memfd files (without one, memfd_create is refused in the jail)."""
+    from autograder import cgroup
+
+    return cgroup.hierarchy() is not None
 
 
 def soup_points(out: Path, notebook: str) -> tuple[str, float, float]:
