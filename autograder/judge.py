@@ -2,7 +2,8 @@
 
 For every autograded answer cell of a notebook, in notebook order: the cell's `CellSpec`
 (autograder/checks/nbNN.py) makes the inputs (`cases()`), the sandbox runs the notebook's
-setup cells, the student's answer cells up to this one and the spec's probe in a jailed child
+setup cells, the student's answer cells up to this one (each after the master's cells above it
+that define the names it reads: `autograder.context`) and the spec's probe in a jailed child
 and brings back what the student's code computed (`observed`, plain data), and
 `spec.evaluate(cases, observed)` judges it here, in the grading worker, against the
 reference: checks with points and named catalog mistakes (a `CellResult`). A cell that still
@@ -14,18 +15,20 @@ cell costs only its own points. Every probe shares the notebook's wall budget.
 from __future__ import annotations
 
 import math
+import re
 import time
 from typing import Any
 
 from autograder.checks import notebook_specs
 from autograder.checks.base import CellResult, CellSpec
+from autograder.context import Names, Plan
 from autograder.discover import Master
 from autograder.grades import zero
 from autograder.provenance import screen
 from autograder.rebuild import normalise
 from autograder.sandbox import ProbeJob
 
-NOT_ANSWERED = "not answered yet: the cell still holds `raise NotImplementedError()`"
+NOT_ANSWERED = "not answered yet: the cell still holds the stub it was handed out with"
 OUT_OF_TIME = "the notebook's time budget was used up before this cell could be graded"
 
 
@@ -35,9 +38,14 @@ def is_stub(master: Master, grade_id: str, src: str | None) -> bool:
 
 
 def probe_job(
-    master: Master, spec: CellSpec, cells: list[tuple[str, str]], skip: set[str]
+    master: Master,
+    spec: CellSpec,
+    cells: list[tuple[str, str]],
+    skip: set[str],
+    plan: Plan | None = None,
 ) -> ProbeJob:
-    """The sandbox's job for one cell: setup, the answers up to it, and which probe runs."""
+    """The sandbox's job for one cell: setup, the answers up to it (with the context cells of
+    `plan`), and which probe runs."""
     return ProbeJob(
         target=spec.grade_id,
         spec_module=master.spec_module,
@@ -45,6 +53,7 @@ def probe_job(
         setup=list(master.setup),
         answers=cells,
         skip=set(skip),
+        steps=list(plan.steps) if plan is not None else [],
     )
 
 
@@ -58,12 +67,16 @@ class Judge:
         deadline: float,
         cell_timeout: float | None = None,
         ahead: bool = True,
+        added: frozenset[str] = frozenset(),
     ) -> None:
-        """`ahead`: another notebook will likely follow, so prepare its probe server now."""
+        """`ahead`: another notebook will likely follow, so prepare its probe server now;
+        `added`: the names the student's own added cells define (never run here)."""
         self.master, self.sandbox, self.deadline, self.ahead = master, sandbox, deadline, ahead
         self.cell_timeout = cell_timeout or getattr(sandbox, "cell_timeout", None)
+        self.added = frozenset(added)
         self.notes: list[str] = []
         self.skip: set[str] = set()
+        self.parsed: dict[str, Names] = {}  # the student's answers, analysed once
         try:  # this notebook's checks only: a broken module elsewhere cannot stop it
             self.specs = notebook_specs(master.notebook)
         except Exception as err:
@@ -106,7 +119,10 @@ class Judge:
                 return zero(gid, points, OUT_OF_TIME)
             if self.cell_timeout is not None:  # never past the notebook's budget
                 self.sandbox.cell_timeout = max(1.0, min(self.cell_timeout, left))
-            outcome = self.sandbox.probe(probe_job(self.master, spec, cells, self.skip), cases)
+            running = [(g, src) for g, src in cells if g not in self.skip]
+            plan = self.master.context.plan(running, gid, self.added, self.parsed)
+            job = probe_job(self.master, spec, cells, self.skip, plan)
+            outcome = self.sandbox.probe(job, cases)
             culprit = outcome.stopped_in
             if outcome.observed is not None or culprit in (None, gid, *self.skip):
                 break
@@ -121,7 +137,30 @@ class Judge:
         observed = outcome.observed
         # graded names imported instead of defined score 0
         observed = screen(observed, answers[gid], spec.names, outcome.imported, self.master.setup)
-        return spec.evaluate(cases, observed)
+        return explain_names(spec.evaluate(cases, observed), observed, plan.unavailable)
+
+
+_UNDEFINED = re.compile(r"name '([A-Za-z_][A-Za-z0-9_]{0,99})' is not defined")
+
+
+def explain_names(result: CellResult, observed: Any, unavailable: dict[str, str]) -> CellResult:
+    """When the answer lost points on a NameError for a name the probe could not give it (one
+    that only the student's added cells, a test cell or a later cell define), say which name
+    and why in the cell's problem."""
+    if not unavailable or result.score >= result.max_score:
+        return result
+    texts = [result.problem, *(c.detail for c in result.checks)]
+    texts += (
+        [v for v in observed.values() if isinstance(v, str)] if isinstance(observed, dict) else []
+    )
+    named = sorted(
+        {n for t in texts for n in _UNDEFINED.findall(str(t)[:2000]) if n in unavailable}
+    )
+    if named:
+        why = " ".join(f"`{n}`: {unavailable[n]}." for n in named)
+        why += f" Define {'it' if len(named) == 1 else 'them'} in the answer cell."
+        result.problem = f"{result.problem} ({why})" if result.problem else why
+    return result
 
 
 def score_answers(

@@ -71,6 +71,7 @@ class Runtime:
         for notebook in self.masters:  # the checks are in memory before any student code runs
             notebook_specs(notebook)
             _ = self.masters[notebook].stubs, self.masters[notebook].setup
+            _ = self.masters[notebook].context  # the names an answer may read from above
 
     def close(self) -> None:
         try:
@@ -197,7 +198,9 @@ def _run_and_judge(
     limits, master = runtime.limits, runtime.masters[task.notebook]
     reserve = min(limits.render_seconds, limits.timeout / 4)
     work_end = start + limits.timeout - reserve
-    judge = Judge(master, runtime.sandbox, work_end, limits.cell_timeout, ahead=task.more)
+    judge = Judge(
+        master, runtime.sandbox, work_end, limits.cell_timeout, task.more, rebuilt.added_names
+    )
     code_answers = {g: answers.get(g) for g in master.code_answers}
     scoring = runtime.scorer.submit(judge.all, code_answers)
     run = runtime.runner.execute(

@@ -36,6 +36,7 @@ from typing import Any
 from autograder.probe.child import GUARD_EXIT, PROBES, TIMEOUT_EXIT
 from autograder.probe.observed import (
     RESULT_LIMIT,
+    Unreadable,
     read_json,
     read_observed,
     read_text,
@@ -60,7 +61,8 @@ __all__ = ["ProbeJob", "ProbeOutcome", "Sandbox", "read_observed", "write_observ
 
 @dataclass
 class ProbeJob:
-    """What one child runs: setup cells, then answer cells up to `target`, then the probe."""
+    """What one child runs: setup cells, then answer cells up to `target` (with the master's
+    cells that define names they read, `context.Plan.steps`), then the probe."""
 
     target: str
     spec_module: str
@@ -68,6 +70,9 @@ class ProbeJob:
     answers: list[tuple[str, str]]  # (grade_id, source) in notebook order, target last
     skip: set[str] = field(default_factory=set)  # answer cells known to hang or kill the child
     notebook: str = ""  # the course notebook (its hidden helpers); "" = the spec's
+    # ("context", label, source) | ("answer", grade_id, source) in notebook order; empty: the
+    # answers alone
+    steps: list[tuple[str, str, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -95,7 +100,11 @@ def job_file(job: ProbeJob, timeout: float, memory: int) -> dict[str, Any]:
         "probe_module": spec.probe_module,
         "probe_function": spec.probe_function,
         "setup": list(job.setup),
-        "answers": [(g, s) for g, s in job.answers if g not in job.skip],
+        "steps": [
+            list(step)
+            for step in job.steps or [("answer", g, s) for g, s in job.answers]
+            if step[0] != "answer" or step[1] not in job.skip
+        ],
         "timeout": timeout,
         "memory": memory,
     }
@@ -180,7 +189,7 @@ class Sandbox:
     def _prepare(self, notebook: str | None) -> None:
         if self._spare is None and notebook:
             self.scratch.mkdir(parents=True, exist_ok=True)
-            self._spare = ProbeServer(self.jail, notebook, self.scratch)
+            self._spare = ProbeServer(self.jail, notebook, self.scratch, self.memory_bytes)
 
     def prepare(self, notebook: str) -> None:
         """Start the next jailed server for `notebook` now (replacing one made for another):
@@ -211,7 +220,7 @@ class Sandbox:
             spare.kill()
             spare = None
         self.scratch.mkdir(parents=True, exist_ok=True)
-        self._current = spare or ProbeServer(self.jail, notebook, self.scratch)
+        self._current = spare or ProbeServer(self.jail, notebook, self.scratch, self.memory_bytes)
         if ahead:
             self._prepare(guess_next(self._last, notebook, self.order))
         self._last = notebook
@@ -267,6 +276,9 @@ class Sandbox:
             ready_by = min(start + START_TIMEOUT, self.deadline)
             exitcode = server.request(folder, self.cell_timeout, ready_by)
             seconds = time.monotonic() - start
+            if server.out_of_memory:  # the jail went over its bound: stopped, a new jail
+                self.end()
+                return self._memory_outcome(folder, job, seconds)
             if exitcode is None:  # the server died, hung or flooded its folder: a new jail
                 self.end()
                 if server.flooded:
@@ -277,6 +289,16 @@ class Sandbox:
             return self._outcome(folder, job, exitcode, exitcode == TIMEOUT_EXIT, seconds)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
+
+    def _memory_outcome(self, folder: Path, job: ProbeJob, seconds: float) -> ProbeOutcome:
+        stage = _stage(read_text(folder, "progress"), job)
+        mib = self.memory_bytes >> 20
+        problem = (
+            f"it was stopped {_where(stage, job.target)}: its jail used more than {mib} MiB of "
+            "memory (its processes, shared memory and files in /tmp together)"
+        )
+        stopped_in = stage.split(":", 1)[1] if stage.startswith("answer:") else None
+        return ProbeOutcome(None, problem, stopped_in, seconds)
 
     def _run_forked(self, folder: Path) -> tuple[int | None, bool]:
         born = time.time()
@@ -304,16 +326,17 @@ class Sandbox:
     def _outcome(
         self, folder: Path, job: ProbeJob, exitcode: int | None, timed_out: bool, seconds: float
     ) -> ProbeOutcome:
-        stage = read_text(folder, "progress")
+        stage = _stage(read_text(folder, "progress"), job)
         stopped_in = stage.split(":", 1)[1] if stage.startswith("answer:") else None
         if not timed_out and exitcode == 0 and stage == "write":
-            record = read_json(folder, "origin.json")
-            imported = _imported(record)
-            try:
-                return ProbeOutcome(read_observed(folder), "", None, seconds, imported)
-            except Exception as err:  # malformed files written by student code
-                problem = f"its results could not be read ({err})"
+            try:  # within one byte budget, and within the notebook's time
+                observed = read_observed(folder, deadline=self.deadline)
+            except Unreadable as err:  # the grader's own words, never the files'
+                return ProbeOutcome(None, f"its results could not be read ({err})", None, seconds)
+            except Exception:  # missing, a link, not a regular file
+                problem = "its results could not be read (a file is missing, a link or not a file)"
                 return ProbeOutcome(None, problem, None, seconds)
+            return ProbeOutcome(observed, "", None, seconds, _imported(folder, job, observed))
         where = _where(stage, job.target)
         if timed_out:
             problem = f"it did not finish within {self.cell_timeout:g} s {where} (an endless loop?)"
@@ -329,40 +352,78 @@ class Sandbox:
         return ProbeOutcome(None, problem, stopped_in, seconds)
 
 
-def _imported(record: Any) -> dict[str, str]:
-    if not isinstance(record, dict):
+def _imported(folder: Path, job: ProbeJob, observed: dict[str, Any]) -> dict[str, str]:
+    """Graded names whose record (written by the child, where student code ran) does not
+    hold up against the sources the grader gave it (`provenance.recorded_imports`)."""
+    from autograder.provenance import recorded_imports
+
+    if any(str(k).startswith("!") for k in observed):  # never ran: nothing to check
         return {}
-    return {str(k)[:100]: str(v)[:200] for k, v in list(record.items())[:50]}
+    record = read_json(folder, "origin.json")
+    steps = job.steps or [("answer", g, src) for g, src in job.answers]
+    answers = {name: src for kind, name, src in steps if kind == "answer"}
+    labels = [f"<setup {i}>" for i in range(len(job.setup))]
+    labels += [name for kind, name, _ in steps if kind != "answer"]
+    return recorded_imports(record, _spec(job).names, answers, labels)
+
+
+def _stage(text: str, job: ProbeJob) -> str:
+    """The child's progress mark when it is one the grader can name ("" otherwise): a fixed
+    stage, or a cell the job holds. The file is the child's, so its text never reaches a
+    page."""
+    if text in ("start", "setup", "probe", "write"):
+        return text
+    steps = job.steps or [("answer", g, src) for g, src in job.answers]
+    kind, _, name = text.partition(":")
+    if kind == "answer" and any(k == "answer" and n == name for k, n, _ in steps):
+        return text
+    if kind == "context":
+        shown = {n.strip("<>").removeprefix("notebook ") for k, n, _ in steps if k != "answer"}
+        if name in shown:
+            return text
+    return ""
 
 
 class ProbeServer:
     """Host side of one jailed probe server: its process, its shared folder, its requests."""
 
-    def __init__(self, jail: Any, notebook: str, root: Path) -> None:
+    def __init__(
+        self, jail: Any, notebook: str, root: Path, memory_bytes: int | None = None
+    ) -> None:
         from autograder.jail import PROBE_PACKAGE, SCRATCH, hidden_helpers
 
         self.jail, self.notebook = jail, notebook
         self.folder = Path(tempfile.mkdtemp(prefix="probes-", dir=root))
         self.overran = False
         self.flooded = False  # its shared folder grew past the jail's shared_bytes
+        self.out_of_memory = False  # its jail went over its memory bound
+        self.memory_bytes = memory_bytes
+        self._base: int | None = None  # without a cgroup: the server's RSS once ready
         self._buffer = b""
         self._ready = False
         argv = [jail.python, "-s", "-P", "-m", f"{PROBE_PACKAGE}.child"]
         argv += [SCRATCH, str(jail.file_bytes)]
         env = jail.environment(MPLBACKEND="Agg")
         hidden = hidden_helpers(notebook, probes=True)
-        launch = jail.launch(argv, self.folder, hidden=hidden, env=env, probes=True)
+        bound = {"memory_bytes": memory_bytes} if memory_bytes else {}
+        self.launch = jail.launch(argv, self.folder, hidden=hidden, env=env, probes=True, **bound)
         try:
             self.proc = subprocess.Popen(
-                launch.argv,
-                pass_fds=launch.pass_fds,
+                self.launch.argv,
+                pass_fds=self.launch.pass_fds,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
                 start_new_session=True,
             )
+        except BaseException:
+            self.launch.release()
+            raise
         finally:
-            launch.close()
+            self.launch.close()
+        self.cgroup = getattr(self.launch, "cgroup", None)
+        if self.cgroup is not None:
+            self.cgroup.attach(self.proc.pid)
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -370,6 +431,8 @@ class ProbeServer:
     def wait_ready(self, deadline: float) -> bool:
         if not self._ready:
             self._ready = self._readline(deadline) == b"ready"
+            if self._ready and self.cgroup is None and self.memory_bytes:
+                self._base = max(_tree_sizes(self.proc.pid), default=0)
         return self._ready
 
     def request(self, folder: Path, timeout: float, ready_by: float | None = None) -> int | None:
@@ -382,6 +445,9 @@ class ProbeServer:
             self.overran = False  # the server did not start: not the student's code
             self.kill()
             return None
+        if self.cgroup is not None:
+            self.cgroup.attach(self.proc.pid)
+            self.cgroup.mark()
         line = json.dumps({"folder": str(folder), "timeout": timeout}).encode() + b"\n"
         try:
             assert self.proc.stdin is not None
@@ -391,6 +457,11 @@ class ProbeServer:
             self.kill()
             return None
         reply = self._readline(time.monotonic() + timeout + REPLY_MARGIN, watch=True)
+        if self.cgroup is not None and self.cgroup.over_since_mark():
+            self.out_of_memory = True  # the kernel killed in the jail: stop all of it
+        if self.out_of_memory:
+            self.kill()
+            return None
         try:
             code = json.loads(reply)["exit"] if reply else None
         except (ValueError, TypeError, KeyError):
@@ -416,6 +487,9 @@ class ProbeServer:
             if watch and folder_size(self.folder) > self.jail.shared_bytes:
                 self.flooded = True
                 return None
+            if watch and self._over_memory():
+                self.out_of_memory = True
+                return None
             if ready:
                 chunk = os.read(fd, 4096)
                 if not chunk or len(self._buffer) > 65536:
@@ -424,8 +498,22 @@ class ProbeServer:
         line, self._buffer = self._buffer.split(b"\n", 1)
         return line.strip()
 
+    def _over_memory(self) -> bool:
+        """The jail went over its bound: its cgroup killed for memory, or (without a cgroup)
+        the RSS of its processes passed the bound."""
+        if self.cgroup is not None:
+            return self.cgroup.over_since_mark()
+        if not self.memory_bytes:
+            return False
+        sizes = _tree_sizes(self.proc.pid)
+        if self._base is None:
+            self._base = max(sizes, default=0)  # the server, torch imported: not the student's
+        # each child starts holding the server's pages: only what it adds is the student's
+        return sum(max(0, rss - self._base) for rss in sizes) > self.memory_bytes
+
     def kill(self) -> None:
-        """SIGKILL bwrap and everything below it (its PID namespace ends with it)."""
+        """SIGKILL bwrap and everything below it (its PID namespace ends with it), then
+        whatever is left in its cgroup, and the cgroup."""
         import psutil
 
         from autograder.execute import kill_tree
@@ -439,6 +527,9 @@ class ProbeServer:
             self.proc.wait(5)
         except subprocess.TimeoutExpired:
             pass
+        release = getattr(self.launch, "release", None)
+        if release is not None:
+            release()
         for stream in (self.proc.stdin, self.proc.stdout):
             try:
                 if stream is not None:
@@ -451,6 +542,24 @@ class ProbeServer:
 _SIGNALS = {s.value for s in signal.Signals}
 
 
+def _tree_sizes(pid: int) -> list[int]:
+    """The RSS of a process and of each process below it."""
+    import psutil
+
+    try:
+        root = psutil.Process(pid)
+        procs = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return []
+    sizes = []
+    for proc in procs:
+        try:
+            sizes.append(proc.memory_info().rss)
+        except psutil.Error:
+            pass
+    return sizes
+
+
 def _where(stage: str, target: str) -> str:
     if stage.startswith("answer:"):
         gid = stage.split(":", 1)[1]
@@ -459,6 +568,11 @@ def _where(stage: str, target: str) -> str:
         return "while the checks called your code"
     if stage == "setup":
         return "while running the notebook's setup cells"
+    if not stage:
+        return "(where it stopped is unknown)"
+    if stage.startswith("context:"):
+        cell = stage.split(":", 1)[1][:40]
+        return f"while running the notebook's {cell} (it defines a name your answer reads)"
     return "while starting"
 
 

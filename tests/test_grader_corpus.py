@@ -6,12 +6,15 @@ end-to-end mutation sample (`hostile.mutation_sample`: every catalog mistake at 
 every answer cell that has a mutation, several per notebook run, in cells that do not use each
 other's names; each must lose points and be named in diagnoses.csv and, in words, in the
 feedback). Beside the mutations, in the cells they leave alone, sit the corpus's correct
-alternatives (one per answer cell; full marks, nothing named); an alternative that fits no
-round is graded in a round of its own. Every mutation and alternative of the corpus is judged
-in-process by test_checks_corpus.py, and the solutions score full marks in the jail in
-test_grader_sandbox.py; this test proves that the command line (rebuild, jail, kernel, probes,
-outputs) carries each mistake and each correct answer through, with as few notebook runs as
-the sample allows.
+alternatives (one per answer cell, each reading names that the notebook's own cells define
+above it, tests/corpus/context.py; full marks, nothing named); an alternative that fits no
+round is graded in a round of its own. One more student hands in notebook 05 with the
+lecture's Head reading `dropout`, a global that only a cell the student added defines: that
+cell scores 0 and the page says which name and why. Every mutation and alternative of the
+corpus is judged in-process by test_checks_corpus.py, and the solutions score full marks in
+the jail in test_grader_sandbox.py; this test proves that the command line (rebuild, jail,
+kernel, probes, outputs) carries each mistake and each correct answer through, with as few
+notebook runs as the sample allows.
 """
 
 from __future__ import annotations
@@ -20,7 +23,9 @@ from pathlib import Path
 
 import pytest
 
+from autograder.notebook_io import grade_id
 from tests.corpus import hostile
+from tests.corpus.context import lecture_head_with_added_dropout
 
 pytestmark = pytest.mark.slow
 NOTEBOOKS = hostile.course_notebooks()
@@ -46,7 +51,25 @@ def corpus_class() -> list[hostile.Case]:
             case.files[nb] = hostile.dump(hostile.mutated(nb, batch, alternatives))
             case.expect[nb] = hostile.expect_mutations(batch)
             ALTERNATIVE_CELLS.update((case.student, nb, a.grade_id) for a in alternatives)
-    return cases + list(rounds.values())
+    return cases + list(rounds.values()) + [added_cell_case()]
+
+
+ADDED = "added_cell"  # the student whose Head reads a name only their own added cell defines
+HEAD_NB = "05_the_head.ipynb"
+
+
+def added_cell_case() -> hostile.Case:
+    import nbformat
+
+    cell, answer = lecture_head_with_added_dropout()
+    answers = hostile.full_answers(HEAD_NB)
+    answers["head"] = answer
+    nb = hostile.with_answers(HEAD_NB, answers)
+    at = next(i for i, c in enumerate(nb.cells) if grade_id(c) == "head")
+    nb.cells.insert(at, nbformat.v4.new_code_cell(cell))
+    files = {HEAD_NB: hostile.dump(nb)}
+    expect = {HEAD_NB: hostile.Expect("ok", frozenset({"head"}))}
+    return hostile.Case(ADDED, "a Head reading a global of an added cell", files, expect)
 
 
 ALTERNATIVE_CELLS: set[tuple[str, str, str]] = set()  # (student, notebook, grade_id)
@@ -123,3 +146,14 @@ def test_no_page_shows_the_hidden_tests(graded: tuple[Path, list[hostile.Case]])
         assert "HIDDEN TESTS" not in text, page
         leaked = [line for line in hidden if line in text]
         assert not leaked, (page, leaked)
+
+
+def test_a_name_only_an_added_cell_defines_is_named_with_why(
+    graded: tuple[Path, list[hostile.Case]],
+) -> None:
+    out, _ = graded
+    rows = hostile.read_csv(out / "cells.csv")
+    cells = {r["grade_id"]: r for r in rows if (r["student"], r["notebook"]) == (ADDED, HEAD_NB)}
+    assert float(cells["head"]["score"]) == 0.0, cells["head"]
+    text = hostile.page_text(hostile.feedback_path(out, ADDED, HEAD_NB))
+    assert "`dropout`: only a cell you added defines it" in text, text[-3000:]

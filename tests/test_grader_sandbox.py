@@ -48,6 +48,17 @@ def test_solutions_score_full_marks(sandbox: Sandbox) -> None:
     assert scores(sandbox, SOLUTIONS) == full()
 
 
+def test_answers_reading_the_notebooks_names_score_full_marks(sandbox: Sandbox) -> None:
+    """The master's cells above each answer run before it in the probe (autograder.context):
+    the corpus's answers that read `x`, `B`, `ones_below`, `row`, ... keep every point."""
+    from tests.corpus.context import ALTERNATIVES
+
+    answers = dict(SOLUTIONS)
+    answers |= {a.grade_id: a.source for a in ALTERNATIVES if a.notebook == NOTEBOOK}
+    assert answers != SOLUTIONS
+    assert scores(sandbox, answers) == full()
+
+
 def test_missing_and_stub_answers_score_zero(sandbox: Sandbox) -> None:
     stubs = {g: MASTER.stubs[g] for g in SOLUTIONS}
     assert set(scores(sandbox, stubs).values()) == {0.0}

@@ -201,15 +201,18 @@ def _never_ran(observed: dict[str, Any]) -> tuple[str, str]:
 
 
 def name_mistakes(scorer: Scorer, evidence: Any) -> None:
-    """Name every catalog mistake whose property the evidence shows, when points were lost.
+    """Name the catalog mistakes the evidence shows and confirms, when points were lost.
 
-    The one rule of every judge: a correct answer (full marks) is never given a mistake.
+    The one rule of every judge: a correct answer (full marks) is never given a mistake, and
+    a mistake is named only when its property holds and, where the reference can replay the
+    answer, the reference with that mistake switched on gives what the answer gave
+    (`properties.confirmed`).
     """
     if evidence is None or scorer.result.score >= scorer.result.max_score:
         return
-    from autograder.checks.properties import diagnose
+    from autograder.checks.properties import confirmed
 
-    scorer.name(*diagnose(evidence))
+    scorer.name(*confirmed(evidence))
 
 
 class FunctionSpec(CellSpec):

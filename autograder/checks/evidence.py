@@ -102,6 +102,7 @@ def add_weights(ev: Evidence, out: Any, values: dict[str, np.ndarray]) -> bool:
     if found is None:
         return False
     ev.weights, ev.aggregate, ev.product = found.weights, found.aggregate, found.product
+    ev.source = (as_array(out), values)  # what `properties.confirmed` replays
     causal = ev.expected.mask == "causal"
     if found.product == "wei@v" and causal and mask_form(ev.weights) == "upper":
         # weights^T @ values: the transpose of a causal matrix, its logits those of k @ q^T

@@ -5,18 +5,29 @@ applied, recovered from its outputs where it returns none; what it aggregated; w
 sequence's output depends on another sequence; the buffer before and after a forward; ...).
 `diagnose(evidence)` returns every catalog id whose property holds, in catalog order. A
 property never compares with one enumerated wrong implementation: loops, einsum, torch.where
-or any other way of writing a mistake leave the same property behind.
+or any other way of writing a mistake leave the same property behind. `confirmed(evidence)`
+keeps of those only what the reference, with the switches of the catalog on, reproduces:
+two mistakes in one answer can hide each other's property or together show a third's.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
+import torch
 
-from autograder.checks.reference import Config, Scale, visible
+from autograder.checks.reference import (
+    AVERAGE,
+    SWITCHES,
+    Config,
+    Scale,
+    visible,
+    weights,
+)
 
 ZERO = 1e-5  # below this a weight counts as masked (recovered weights carry ~1e-6 noise)
 SUM_TOL = 1e-3  # a row or column "sums to one" within this
@@ -49,6 +60,9 @@ class Evidence:
     dropout: dict[str, Any] | None = None  # {"on_weights", "off_in_eval", "linked"}
     device_errors: bool | None = None  # fails only away from one fixed device
     mask_written: bool | None = None  # the shared mask changed during a forward
+    # what the weights were read from, for `confirmed`: (the answer's output, the values it
+    # may have aggregated), or (the weights the answer returned, None)
+    source: tuple[np.ndarray, dict[str, np.ndarray] | None] | None = None
 
 
 # ---- observations shared by the properties ------------------------------------------------
@@ -400,3 +414,142 @@ PROPERTIES: dict[str, Callable[[Evidence], bool]] = {
 def diagnose(ev: Evidence) -> list[str]:
     """Every catalog id whose property holds for this evidence, in catalog order."""
     return [mistake for mistake, holds in PROPERTIES.items() if holds(ev)]
+
+
+# ---- confirmation: the reference with the switches on gives what the answer gave ---------------
+
+# ids whose switch `replay` can compute from the evidence alone (the score forms, the values),
+# each with the ways its switch is written (a softmax over the queries or over the batch, ...)
+VARIANTS: dict[str, list[dict[str, Any]]] = {
+    "loop-exclusive": [SWITCHES["loop-exclusive"]],
+    "triu-mask": [SWITCHES["triu-mask"]],
+    "mask-polarity": [SWITCHES["mask-polarity"]],
+    "fill-zero": [SWITCHES["fill-zero"]],
+    "mask-after-softmax": [SWITCHES["mask-after-softmax"]],
+    "softmax-dim": [{"softmax_dim": -2}, {"softmax_dim": 0}],
+    "tril-unnormalised": [SWITCHES["tril-unnormalised"]],
+    "no-scale": [SWITCHES["no-scale"]],
+    "scale-by-C": [SWITCHES["scale-by-C"]],
+    "scale-no-sqrt": [SWITCHES["scale-no-sqrt"]],
+    "swapped-qk": [SWITCHES["swapped-qk"]],
+    "tied-qk": [{"scores": "q@q"}, {"scores": "k@k"}],
+    "aggregate-x": [SWITCHES["aggregate-x"]],
+    "v-at-wei": [SWITCHES["v-at-wei"]],
+}
+EXPLAIN_SIZE = 2  # mistakes combined at most in one explanation
+REPLAY_RTOL, REPLAY_ATOL = 1e-3, 1e-4
+
+
+def replay(ev: Evidence, config: Config) -> tuple[str, np.ndarray] | None:
+    """The matrix an answer made like the reference with `config` applies to its values, and
+    which values ("v", "x"; "weights" for a cell that returns its weights); None when the
+    evidence cannot tell (a score form it lacks). Rows that see nothing are NaN."""
+    source = _source(ev)
+    if source is None:
+        return None
+    observed, values = source
+    if config.scores in ev.logits:
+        S = ev.logits[config.scores]
+    elif ev.expected == AVERAGE and config.scores == "q@k" and observed.ndim >= 2:
+        S = np.zeros(observed.shape[:-1] + (observed.shape[-2],))  # averages: equal scores
+    else:
+        return None
+    S = np.asarray(S, dtype=np.float64)
+    if S.ndim < 2 or S.shape[config.softmax_dim] < 2:
+        return None  # a softmax along an axis of one normalises nothing: not that mistake
+    hs, C = ev.head_size or 1, ev.n_embd or 1
+    wei = weights(torch.from_numpy(S), config, hs, C).numpy()
+    if values is None:
+        return "weights", wei
+    left = np.swapaxes(wei, -1, -2) if config.product == "v@wei" else wei  # out = left @ values
+    return config.aggregate, left
+
+
+def _source(ev: Evidence) -> tuple[np.ndarray, dict[str, np.ndarray] | None] | None:
+    """What the weights were read from: the output they were recovered from, or the weights
+    the answer returned itself."""
+    if ev.source is not None:
+        return ev.source
+    return (ev.weights, None) if ev.weights is not None else None
+
+
+def applied(ev: Evidence) -> dict[str, np.ndarray]:
+    """The matrices the answer applied, by what they multiply: out = M @ values (exactly, from
+    values at least T wide), or the weights it returned."""
+    source = _source(ev)
+    if source is None:
+        return {}
+    out, values = source
+    if values is None:
+        return {"weights": np.asarray(out, dtype=np.float64)}
+    out = np.asarray(out, dtype=np.float64)
+    found = {}
+    for name, V in values.items():
+        V = np.asarray(V, dtype=np.float64)
+        if out.ndim != 3 or V.shape[:2] != out.shape[:2] or V.shape[-1] != out.shape[-1]:
+            continue
+        if V.shape[-1] < out.shape[1]:
+            continue  # too narrow to tell the weights apart
+        M = np.nan_to_num(out) @ np.linalg.pinv(V)
+        scale = max(1.0, float(np.abs(np.nan_to_num(out)).max()))
+        if np.allclose(M @ V, out, rtol=REPLAY_RTOL, atol=REPLAY_ATOL * scale, equal_nan=True):
+            found[name] = M
+    return found
+
+
+def _same(expected: np.ndarray, answer: np.ndarray) -> bool:
+    """The answer's matrix equals the replay wherever the replay is defined (a row that sees
+    nothing is NaN there, and may hold anything in the answer)."""
+    if expected.shape != answer.shape:
+        return False
+    defined = np.isfinite(expected)
+    if not defined.any() or not np.isfinite(answer[defined]).all():
+        return False
+    return bool(np.allclose(answer[defined], expected[defined], rtol=REPLAY_RTOL, atol=REPLAY_ATOL))
+
+
+def explanations(ev: Evidence) -> list[frozenset[str]]:
+    """The smallest sets of catalog mistakes (at most EXPLAIN_SIZE) with which the reference
+    applies exactly the weights the answer applied; [] when none does (a mistake outside the
+    catalog, or nothing to compare)."""
+    matrices = applied(ev)
+    if not matrices:
+        return []
+    ids = [m for m in VARIANTS if any(_changes(ev.expected, sw) for sw in VARIANTS[m])]
+    for size in range(EXPLAIN_SIZE + 1):
+        found = []
+        for combo in itertools.combinations(ids, size):
+            for switches in itertools.product(*(VARIANTS[m] for m in combo)):
+                fields = [f for sw in switches for f in sw]
+                if len(fields) != len(set(fields)):
+                    continue  # two mistakes of one part (two masks) cannot meet
+                config = replace(ev.expected, **{k: v for sw in switches for k, v in sw.items()})
+                made = replay(ev, config)
+                if made is not None and made[0] in matrices and _same(made[1], matrices[made[0]]):
+                    found.append(frozenset(combo))
+                    break
+        if found:
+            return found
+    return []
+
+
+def _changes(config: Config, switch: dict[str, Any]) -> bool:
+    return any(getattr(config, field) != value for field, value in switch.items())
+
+
+def confirmed(ev: Evidence) -> list[str]:
+    """The catalog ids to name: every id whose property holds (`diagnose`), except that where
+    the reference can replay the answer (`ev.source`), an id read off the weights is named
+    only when it belongs to every smallest set of mistakes that reproduces the answer's output
+    exactly. A mistake hidden by another (its property masked) is then left unnamed, and so
+    is one the combination only seems to show; an answer nothing in the catalog reproduces
+    keeps the ids its properties show."""
+    candidates = diagnose(ev)
+    replayable = [m for m in candidates if m in VARIANTS]
+    if not replayable or _source(ev) is None:
+        return candidates
+    found = explanations(ev)
+    if not found:
+        return candidates
+    common = frozenset.intersection(*found)
+    return [m for m in candidates if m not in VARIANTS or m in common]

@@ -9,9 +9,11 @@ code and is not dumpable (no ptrace, no /proc/<pid>/mem for its children).
 
 A child (`run_cell`, also used by the unjailed grader's forkserver) caps its address space
 and CPU time, sends its output to /dev/null, runs the master's setup cells and the student's
-answer cells up to the target (each in try/except), records where the graded names come from
-(`origin.json`), calls the probe the job names on the cases (pickled by the grader: trusted
-data in the safe direction) and writes what it observed with `observed.write_observed`.
+answer cells up to the target, each after the master's cells above it that define names it
+reads (the job's `steps`, see `autograder.context`; each cell in try/except), records where
+the graded names come from (`origin.json`), calls the probe the job names on the cases
+(pickled by the grader: trusted data in the safe direction) and writes what it observed with
+`observed.write_observed`.
 It marks its stage in `progress` so the grader can say where it stopped.
 """
 
@@ -64,51 +66,48 @@ def answer_label(grade_id: str) -> str:
     return f"<answer {grade_id}>"
 
 
-def origins(ns: dict[str, Any], names: list[str], grade_id: str) -> dict[str, str]:
-    """name -> where it came from, for graded names not written in a cell.
-
-    A function counts as imported when its code (decorators unwrapped) was not compiled from
-    a cell (a module file, or a string run with exec); a class when none of its own methods
-    was written in the answer cell and it was made in a module, holds methods compiled
-    elsewhere, or inherits from a class of a module other than torch's.
-    """
-    found: dict[str, str] = {}
-    for name in names:
-        where = _origin(ns.get(name), answer_label(grade_id))
-        if where:
-            found[name] = where
+def origins(ns: dict[str, Any], names: list[str], grade_id: str = "") -> dict[str, Any]:
+    """name -> facts of where each graded name was made, for the grader to check against the
+    sources it handed out (`autograder.provenance.recorded_imports`): a function's file (the
+    cell's label, or a module's path) and first line, decorators unwrapped; a class's
+    module, the files of its own methods and its bases' modules; a builtin's module. Plain
+    data, bounded. The grader decides, not this process (student code has run in it)."""
+    found: dict[str, Any] = {}
+    for name in names[:50]:
+        if name in ns:
+            found[name] = _facts(ns[name])
     return found
 
 
 def _from_cell(filename: str) -> bool:
-    return filename.startswith(("<answer ", "<setup "))
+    return filename.startswith(("<answer ", "<setup ", "<notebook "))
 
 
-def _origin(obj: Any, label: str) -> str:
+def _facts(obj: Any) -> dict[str, Any]:
     import inspect
 
     try:
         if inspect.isclass(obj):
             own = [inspect.unwrap(f) for f in vars(obj).values() if inspect.isfunction(f)]
-            files = [f.__code__.co_filename for f in own]
-            if label in files:
-                return ""
-            if obj.__module__ != "__main__":
-                return str(obj.__module__)
-            elsewhere = [f for f in files if not _from_cell(f)]
-            bases = [b.__module__ for b in obj.__mro__[1:] if b.__module__ != "__main__"]
-            foreign = [m for m in bases if m.split(".")[0] not in ("torch", "builtins", "abc")]
-            return (elsewhere or foreign or [""])[0]
+            return {
+                "kind": "class",
+                "module": str(obj.__module__)[:200],
+                "methods": [str(f.__code__.co_filename)[:200] for f in own][:100],
+                "bases": [str(b.__module__)[:200] for b in obj.__mro__[1:]][:50],
+            }
         if inspect.isfunction(obj) or inspect.isbuiltin(obj):
             fn = inspect.unwrap(obj)
             code = getattr(fn, "__code__", None)
             if code is not None:
-                return "" if _from_cell(code.co_filename) else code.co_filename
-            module = getattr(fn, "__module__", None) or "?"
-            return "" if module == "__main__" else str(module)
+                return {
+                    "kind": "function",
+                    "file": str(code.co_filename)[:200],
+                    "line": int(code.co_firstlineno),
+                }
+            return {"kind": "builtin", "module": str(getattr(fn, "__module__", None) or "?")}
     except Exception:  # a student's object may break introspection: no record
-        return ""
-    return ""
+        return {"kind": "unknown"}
+    return {"kind": "value"}
 
 
 def _observe(job: dict[str, Any], ns: dict[str, Any], cases: Any, error: str | None) -> Any:
@@ -208,12 +207,22 @@ def run_cell(folder: str, workdir: str, file_bytes: int) -> int:  # pragma: no c
         except BaseException:  # noqa: BLE001 - reported through the answer's missing names
             pass
     error = None
-    for gid, src in job["answers"]:
-        mark(f"answer:{gid}")
+    steps = job.get("steps")
+    if steps is None:  # a job of answers alone
+        steps = [["answer", gid, src] for gid, src in job["answers"]]
+    for kind, name, src in steps:
+        if kind == "context":  # a master cell above the answers that defines a name they read
+            mark("context:" + name.strip("<>").removeprefix("notebook "))
+            try:
+                exec_cell(src, ns, name)
+            except BaseException:  # noqa: BLE001 - reported through the names left undefined
+                pass
+            continue
+        mark(f"answer:{name}")
         try:
-            exec_cell(src, ns, answer_label(gid))
+            exec_cell(src, ns, answer_label(name))
         except BaseException as err:  # noqa: BLE001 - a student cell may raise anything
-            if gid == job["target"]:
+            if name == job["target"]:
                 error = error_text(err)
     mark("probe")
     record = origins(ns, list(job["names"]), job["target"])

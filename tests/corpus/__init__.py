@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from autograder.contract import CONTRACT
+from autograder.discover import load_masters
 from autograder.notebook_io import exec_cell, read, setup_sources, solution_answers
 from autograder.paths import SOLUTIONS
 
@@ -244,7 +245,8 @@ def _modules() -> list[Any]:
         except ModuleNotFoundError as err:
             if err.name != name:
                 raise
-    return [*mods, importlib.import_module("tests.corpus.predictions")]
+    extra = ("tests.corpus.predictions", "tests.corpus.context")
+    return [*mods, *(importlib.import_module(name) for name in extra)]
 
 
 def mutations() -> list[Mutation]:
@@ -285,13 +287,18 @@ def mutated_answers(mutation: Mutation) -> dict[str, str]:
 
 
 def namespace(notebook: str, answers: dict[str, str]) -> dict[str, Any]:
-    """Run the notebook's setup cells and the given answers, as the grader's sandbox does."""
+    """Run the notebook's setup cells and the given answers, each after the master's cells
+    above it that define names it reads, as the grader's sandbox does."""
     ns: dict[str, Any] = {}
-    for i, src in enumerate(setup_sources(read(SOLUTIONS / notebook))):
+    master = load_masters(notebooks=(notebook,))[notebook]
+    for i, src in enumerate(setup_sources(master.nb)):
         exec_cell(src, ns, f"<setup {i}>")
-    for gid, src in answers.items():
+    order = [g for g in master.code_answers if g in answers]
+    steps = master.context.plan([(g, answers[g]) for g in order], order[-1]).steps if order else []
+    steps += [("answer", g, src) for g, src in answers.items() if g not in order]
+    for kind, name, src in steps:
         try:
-            exec_cell(src, ns, f"<answer {gid}>")
+            exec_cell(src, ns, name if kind == "context" else f"<answer {name}>")
         except Exception:
             pass  # the spec reports the missing names
     return ns

@@ -168,6 +168,11 @@ def ids(mistake: Mistakes) -> tuple[str, ...]:
     return (mistake,) if isinstance(mistake, str) else tuple(mistake)
 
 
+def held(mistake: Mistakes, table: dict | set | tuple) -> str | None:
+    """The id of `mistake` (one, or one of several) that `table` holds, or None."""
+    return next((m for m in ids(mistake) if m in table), None)
+
+
 def pick(choose: Choose, name: str, table: dict, mistake: Mistakes, way: int | None) -> str:
     """The piece of `table` for the mistake it holds (way `way` of it) or a correct piece
     (drawn)."""

@@ -3,7 +3,7 @@
 from functools import partial
 
 from tests.corpus import Choose, Writer, exported, variants
-from tests.corpus.fragments import IMPORTS, SCORES, body
+from tests.corpus.fragments import IMPORTS, SCORES, body, held
 
 NB = "02_queries_and_keys.ipynb"
 
@@ -39,13 +39,15 @@ K_T_EXPR = {None: "k.transpose(-2, -1)", "transpose-batch": "k.transpose(0, 1)"}
 OUT_EXPR = {None: "(wei @ v)", "aggregate-x": "(wei @ x)"}
 
 
-def shape_table(choose: Choose, style: str, mistake: str | None = None) -> str:
-    """The table written as numbers ('literal'), as names ('named') or computed on meta."""
+def shape_table(choose: Choose, style: str, mistake: str | tuple[str, ...] | None = None) -> str:
+    """The table written as numbers ('literal'), as names ('named') or computed on meta;
+    `mistake`: one catalog id, or several (each in its own entry)."""
+    k_id, out_id = held(mistake, K_T), held(mistake, OUT)
     if style == "computed":
-        text = SHAPES_COMPUTED.replace("K_T_EXPR", K_T_EXPR.get(mistake, K_T_EXPR[None]))
-        return IMPORTS + text.replace("OUT_EXPR", OUT_EXPR.get(mistake, OUT_EXPR[None]))
+        text = SHAPES_COMPUTED.replace("K_T_EXPR", K_T_EXPR[k_id])
+        return IMPORTS + text.replace("OUT_EXPR", OUT_EXPR[out_id])
     form = 1 if style == "named" else 0
-    k_t, out = K_T.get(mistake, K_T[None])[form], OUT.get(mistake, OUT[None])[form]
+    k_t, out = K_T[k_id][form], OUT[out_id][form]
     text = SHAPES_NAMED if style == "named" else SHAPES_LITERAL
     return IMPORTS + text.replace("K_T", k_t, 1).replace("OUT", out, 1)
 

@@ -11,6 +11,7 @@ from tests.corpus.fragments import (
     SOFTMAXES,
     aggregate_line,
     body,
+    held,
     scaled_scores,
     weights_lines,
 )
@@ -80,26 +81,29 @@ PROJECT = [
     "k, q, v = self.key(x), self.query(x), self.value(x)",
 ]
 USES_TRIL = [m for m in MASKS[None] if "{tril}" in m]
+STRUCTURAL = {"tril-not-cropped", "hardcoded-device", "tril-not-buffer", "mask-in-place"}
 
 
 def head(choose: Choose, mistake: str | None = None, way: int = 0) -> str:
     """The Head class; `mistake` (with `way`) picks which part is written wrong."""
-    proj = PROJECTIONS.get(mistake, PROJECTIONS[None])
-    register = (
-        REGISTER[mistake][way] if mistake == "tril-not-buffer" else choose("reg", REGISTER[None])
-    )
-    tril = TRIL_EXPR[mistake][way] if mistake in TRIL_EXPR else TRIL_EXPR[None][0]
+    biased = held(mistake, {"bias"})
+    proj = PROJECTIONS[biased] if biased else PROJECTIONS[None]
+    unregistered = held(mistake, {"tril-not-buffer"})
+    register = REGISTER[unregistered][way] if unregistered else choose("reg", REGISTER[None])
+    mask_id = held(mistake, TRIL_EXPR)
+    tril = TRIL_EXPR[mask_id][way % len(TRIL_EXPR[mask_id])] if mask_id else TRIL_EXPR[None][0]
     if register == "self.block_size = block_size":
         tril = FORWARD_BUILT
-    before, after, end = DROPOUT[mistake][way] if mistake in DROPOUT else DROPOUT[None][0]
-    structural = mistake in {"tril-not-cropped", "hardcoded-device", "tril-not-buffer"}
-    structural = structural or mistake == "mask-in-place"
+    dropped = held(mistake, DROPOUT)
+    before, after, end = DROPOUT[dropped][way] if dropped else DROPOUT[None][0]
+    structural = held(mistake, STRUCTURAL) is not None
+    in_place = held(mistake, IN_PLACE)
 
     def pick_mask(name: str, options: list) -> str:
         return choose(name, USES_TRIL if name == "mask" and structural else options)
 
-    if mistake in IN_PLACE:
-        weights = IN_PLACE[mistake][way]
+    if in_place:
+        weights = IN_PLACE[in_place][way]
     else:
         weights = weights_lines(pick_mask, mistake, way, tril=tril, query_axis="1")
     lines = [scaled_scores(choose, mistake, way, SCALES), before, weights, after]
@@ -109,7 +113,7 @@ def head(choose: Choose, mistake: str | None = None, way: int = 0) -> str:
 class Head(nn.Module):
     def __init__(self, n_embd, head_size, block_size, dropout=0.0):
         super().__init__()
-{body(proj[way] if mistake == "bias" else choose("proj", proj), 8)}
+{body(proj[way] if biased else choose("proj", proj), 8)}
 {body(register, 8)}
         self.dropout = nn.Dropout(dropout)
 

@@ -11,6 +11,7 @@ from tests.corpus.fragments import (
     SOFTMAXES,
     aggregate_line,
     body,
+    held,
     scaled_scores,
     weights_lines,
 )
@@ -65,7 +66,8 @@ def capture_attention(head, x):
 
 
 def unmasked(choose: Choose, mistake: str | None = None, way: int = 0) -> str:
-    softmax = SOFTMAXES[mistake][way] if mistake in SOFTMAXES and mistake else None
+    wrong = held(mistake, set(SOFTMAXES) - {None})
+    softmax = SOFTMAXES[wrong][way % len(SOFTMAXES[wrong])] if wrong else None
     softmax = (softmax or choose("softmax", SOFTMAXES[None])).replace("{query_axis}", "1")
     return f"""{IMPORTS}
 class UnmaskedHead(Head):
@@ -103,22 +105,28 @@ STRUCTURAL = {"tril-not-cropped", "hardcoded-device", "tril-not-buffer", "mask-i
 def no_value(choose: Choose, mistake: str | None = None, way: int = 0) -> str:
     """NoValueHead; `mistake` (with `way`) picks the part written wrong, the module's
     mask (notebook 05's pieces) included."""
-    register = (
-        REGISTER[mistake][way] if mistake == "tril-not-buffer" else choose("reg", REGISTER[None])
+    unregistered = held(mistake, {"tril-not-buffer"})
+    register = REGISTER[unregistered][way] if unregistered else choose("reg", REGISTER[None])
+    mask_id = held(mistake, DEVICE_TRILS)
+    tril = (
+        DEVICE_TRILS[mask_id][way % len(DEVICE_TRILS[mask_id])]
+        if mask_id
+        else (DEVICE_TRILS[None][0])
     )
-    tril = DEVICE_TRILS[mistake][way] if mistake in DEVICE_TRILS else DEVICE_TRILS[None][0]
     if register == "self.block_size = block_size":
         tril = FORWARD_BUILT
+    structural = held(mistake, STRUCTURAL) is not None
+    in_place = held(mistake, IN_PLACE)
 
     def pick_mask(name: str, options: list) -> str:
-        return choose(name, USES_TRIL if name == "mask" and mistake in STRUCTURAL else options)
+        return choose(name, USES_TRIL if name == "mask" and structural else options)
 
-    if mistake in IN_PLACE:
-        weights = IN_PLACE[mistake][way]
+    if in_place:
+        weights = IN_PLACE[in_place][way]
     else:
         weights = weights_lines(pick_mask, mistake, way, tril=tril, query_axis="1")
-    if mistake == "v-at-wei":
-        out = X_AT_WEI[mistake][way]
+    if held(mistake, X_AT_WEI):
+        out = X_AT_WEI["v-at-wei"][way]
     else:
         out = aggregate_line(choose, None, None, v="x")
     return f"""{IMPORTS}

@@ -7,7 +7,7 @@ in tests/test_checks_nb07.py.
 from functools import partial
 
 from tests.corpus import Choose, Writer, exported
-from tests.corpus.fragments import IMPORTS
+from tests.corpus.fragments import IMPORTS, ids
 
 NB = "07_head_on_gpu.ipynb"
 
@@ -133,6 +133,42 @@ def head_forward_sdpa(head, x):
     {choose("qkv", QKV)}
     return {SDPA[mistake][way]}
 """
+
+
+# the parts of one call, for answers with two mistakes (`sdpa_pair`)
+SDPA_PARTS = {
+    "swapped-qk": ("order", "k, q, v"),
+    "no-scale": ("scale", ", scale=1.0"),
+    "scale-by-C": ("scale", ", scale=C ** -0.5"),
+    "scale-no-sqrt": ("scale", ", scale=1 / k.shape[-1]"),
+    "dropout-misplaced": ("dropout", ", dropout_p=head.dropout.p"),
+}
+
+
+def sdpa_pair(choose: Choose, mistake: str | tuple[str, ...], way: int = 0) -> str:
+    """One call to scaled_dot_product_attention with each mistake of `mistake` in its part."""
+    parts = {"order": "q, k, v", "scale": "", "dropout": ""}
+    for m in ids(mistake):
+        part, text = SDPA_PARTS[m]
+        parts[part] = text
+    call = f"F.scaled_dot_product_attention({parts['order']}, is_causal=True"
+    return f"""{IMPORTS}
+def head_forward_sdpa(head, x):
+    B, T, C = x.shape
+    {choose("qkv", QKV)}
+    return {call}{parts["scale"]}{parts["dropout"]})
+"""
+
+
+def multi_head_pair(choose: Choose, mistake: str | tuple[str, ...], way: int = 0) -> str:
+    """Several heads of an own Head class with the head's mistakes of `mistake`, and the
+    dropout after the projection active in eval mode when `mistake` holds dropout-misplaced."""
+    from tests.corpus.nb05 import head
+
+    in_head = tuple(m for m in ids(mistake) if m != "dropout-misplaced")
+    tail = "dropout-misplaced" if "dropout-misplaced" in ids(mistake) else None
+    heads = head(choose, in_head or None, way)
+    return heads + multi_head(choose, tail, way % len(MULTI_HEAD[tail])).replace(IMPORTS, "")
 
 
 def fixed(source: str) -> object:
