@@ -1,4 +1,4 @@
-"""`python -m autograder {grade,release,student-release,formgrade,export,examples,badges}`.
+"""`python -m autograder COMMAND`: grade, release, student-release, export, gradescope and more.
 
 Also installed as the console script `autograder`. Each subcommand parses its own options
 with argparse; bad input is one line on stderr and exit code 2; a grader bug is one line that
@@ -15,13 +15,17 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
+from autograder import cluster
 from autograder.discover import InputError, class_root, extract_zip, select_notebooks
+from autograder.intake import PatternError, parse_pattern
 from autograder.jail import Jail, JailUnavailable
 from autograder.settings import Limits, Settings, explain
 
 GRADE_HELP = """\
 Autograde a class. SUBMISSIONS is a folder with one subfolder per student (the folder name
-is the student id) holding any of the course's notebooks, or a .zip of such a folder.
+is the student id) holding any of the course's notebooks, or a .zip of such a folder; or a
+platform's download read by --pattern (canvas, moodle, moodle-id, nbgrader, or a regular
+expression with the named groups `student` and `file`; a preset is recognised by itself).
 Writes OUT/grades.csv, cells.csv, diagnoses.csv, gradebook.db, report.html,
 OUT/feedback/<student>/<notebook>.html and OUT/autograded/ (for the formgrader).
 Run it again with the same OUT to resume. Student code runs in a jail (bubblewrap).
@@ -56,11 +60,7 @@ def _grade_options(p: argparse.ArgumentParser) -> None:
         default=1,
         help="grading worker processes on this machine (default 1)",
     )
-    where.add_argument(
-        "--scheduler",
-        metavar="ADDRESS",
-        help="grade on an existing Dask cluster, e.g. tcp://10.0.0.5:8786",
-    )
+    _cluster_options(p, where)
     p.add_argument(
         "--timeout",
         metavar="SECONDS",
@@ -80,7 +80,7 @@ def _grade_options(p: argparse.ArgumentParser) -> None:
         metavar="MB",
         type=_positive(int),
         default=d.memory_mb,
-        help=f"memory bound of a kernel and of each probe (default {d.memory_mb})",
+        help=f"memory bound of each jail, all it holds (default {d.memory_mb})",
     )
     which = p.add_mutually_exclusive_group()
     which.add_argument(
@@ -97,8 +97,36 @@ def _grade_options(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="run student code WITHOUT the jail, as your own user (unsafe; said so in the report)",
     )
+    p.add_argument(
+        "--pattern",
+        metavar="PATTERN",
+        help="how paths name students: canvas, moodle, moodle-id, nbgrader, or a regular "
+        "expression with (?P<student>...) and (?P<file>...) matched against each .ipynb "
+        "file's path below SUBMISSIONS (default: one folder per student)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bar or summary")
     p.add_argument("--limits", action="store_true", help="print every limit and why; exit")
+
+
+def _cluster_options(p: argparse.ArgumentParser, where: argparse._MutuallyExclusiveGroup) -> None:
+    """--scheduler (in `where`, beside --jobs), its certificates (mutual TLS), and the flag
+    that does without them."""
+    where.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="grade on an existing Dask cluster, e.g. tls://10.0.0.5:8786 (mutual TLS: "
+        "--tls-ca, --tls-cert, --tls-key or Dask's distributed.comm.tls configuration)",
+    )
+    for name, what in (("ca", "the cluster's CA certificate"),
+                       ("cert", "this grader's certificate, signed by that CA"),
+                       ("key", "its private key")):  # fmt: skip
+        p.add_argument(f"--tls-{name}", metavar="FILE", type=Path, help=f"{what} (PEM)")
+    p.add_argument(
+        "--insecure-plain-tcp",
+        action="store_true",
+        help="accept a plain tcp:// scheduler that is not on this machine: anyone who can "
+        "reach it can run code on its workers, outside the jail",
+    )
 
 
 def grade_settings(args: argparse.Namespace) -> tuple[Settings, list[str], dict]:
@@ -134,8 +162,17 @@ def grade_settings(args: argparse.Namespace) -> tuple[Settings, list[str], dict]
         for warning in warnings:
             print(f"warning: {warning}", file=sys.stderr)
         folder = class_root(extracted)
+    tls = None
+    if args.scheduler:
+        try:
+            tls = cluster.check(args.scheduler, args.tls_ca, args.tls_cert, args.tls_key,
+                                args.insecure_plain_tcp)  # fmt: skip
+        except cluster.ClusterRefused as err:
+            raise InputError(str(err)) from None
+    elif args.tls_ca or args.tls_cert or args.tls_key:
+        raise InputError("--tls-ca, --tls-cert and --tls-key go with --scheduler tls://...")
     settings = Settings(folder, out, args.jobs, args.scheduler, notebooks, not args.no_jail,
-                        not args.quiet, limits)  # fmt: skip
+                        not args.quiet, limits, tls)  # fmt: skip
     return settings, warnings, refused
 
 
@@ -155,12 +192,13 @@ def grade_main(args: argparse.Namespace) -> int:
         return 0
     out = args.out
     try:
+        pattern = parse_pattern(args.pattern) if args.pattern else None
         settings, warnings, refused = grade_settings(args)
         check_jail(settings)
         from autograder.grade import run  # dask, nbconvert, torch: only for grade
 
-        return run(settings, warnings, refused)
-    except InputError as err:
+        return run(settings, warnings, refused, pattern, str(args.submissions))
+    except (InputError, PatternError) as err:
         print(f"python -m autograder grade: error: {err}", file=sys.stderr)
         return 2
     except Exception:  # a bug of the grader: the details go to the log, not the terminal
@@ -209,8 +247,14 @@ DELEGATED: dict[str, tuple[Callable[[list[str]], int], str]] = {
     "export": (_delegate("autograder.export", "export"),
                "final grades with hand-graded points, for Canvas or Moodle"),
     "examples": (examples_main, "regenerate the example class in examples/submissions/"),
+    "refresh": (_delegate("autograder.refresh", "refresh"),
+                "bring hand grading from formgrader into OUT's CSVs, report and feedback pages"),
     "badges": (_delegate("autograder.colab", "badges"),
                "rewrite the Colab badges and setup cells from pyproject.toml"),
+    "prove": (_delegate("autograder.proof", "prove"),
+              "grade the master solutions now, as `grade` does before its first student"),
+    "gradescope": (_delegate("autograder.gradescope", "gradescope"),
+                   "build a Gradescope autograder (autograder.zip) for the chosen notebooks"),
 }  # fmt: skip
 
 

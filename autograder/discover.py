@@ -1,14 +1,18 @@
 """Find the students and their files: masters, matching, and the class .zip, all bounded.
 
 Masters: the contract notebooks whose instructor source exists in solutions/ (or those of them
-the run asks for). Students: one folder each below SUBMISSIONS. Files: a regular file named
-like a course notebook is that notebook; any other .ipynb is matched by content (its answer
-cells' grade_ids count 2, each contract name its code defines 1) to the unclaimed notebook it
-resembles most; an unreadable file whose name contains a notebook's name or starts with its
-number is that notebook (and will be `invalid`). Symbolic links and special files are never
-followed or read: one named like a notebook makes that notebook `invalid`. Reading and
-matching one file can fail in any way (deep nesting, huge cells, odd JSON): that file is then
-`invalid` or ignored, never the class. Folder walks, file sizes and the .zip are bounded by
+the run asks for). Students: one folder each below SUBMISSIONS, or as a file-name pattern
+names them (autograder/intake.py: Canvas's, Moodle's and nbgrader's layouts, or the
+instructor's own); ids are compared in Unicode NFC. Files: a regular file named like a course
+notebook is that notebook; any other .ipynb is matched by content (its answer cells'
+grade_ids count 2, each contract name its code defines 1) to the notebook it resembles most;
+an unreadable file whose name contains a notebook's name or starts with its number is that
+notebook (and will be `invalid`). Of several files for one notebook (`02 (1).ipynb`, Colab's
+`Copy of ...`), the one with the most answers filled in is graded, then the newest, and the
+others are named as left out (`choose`). Symbolic links and special files are never followed
+or read: one named like a notebook makes that notebook `invalid`. Reading and matching one
+file can fail in any way (deep nesting, huge cells, odd JSON): that file is then `invalid` or
+ignored, never the class. Folder walks, file sizes and the .zip are bounded by
 `settings.Limits`.
 """
 
@@ -18,6 +22,7 @@ import hashlib
 import json
 import os
 import stat
+import time
 import zipfile
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -25,15 +30,25 @@ from pathlib import Path, PurePosixPath
 
 from nbformat import NotebookNode
 
+from autograder import intake, staging
+from autograder.context import Context
 from autograder.contract import CONTRACT, test_cell_id
-from autograder.notebook_io import answer_cells, grade_id, is_test, nbgrader_meta, read
+from autograder.notebook_io import (
+    answer_cells,
+    grade_id,
+    is_answer,
+    is_test,
+    nbgrader_meta,
+    read,
+    source,
+)
 from autograder.notebook_io import setup_sources as _setup_sources
 from autograder.paths import SOLUTIONS
-from autograder.rebuild import match_score, release_stubs
+from autograder.rebuild import match_score, normalise, rebuild, release_stubs
 from autograder.settings import Limits
 
 _PKG = Path(__file__).resolve().parent
-SKIPPED_NAMES = ("__MACOSX",)
+SKIPPED_NAMES = intake.SKIPPED_NAMES
 
 
 class InputError(Exception):
@@ -70,6 +85,12 @@ class Master:
     @cached_property
     def code_answers(self) -> list[str]:
         return [g for g, c in answer_cells(self.nb).items() if c.cell_type == "code"]
+
+    @cached_property
+    def context(self) -> Context:
+        """The master's cells analysed for the names an answer reads from above them."""
+        hidden = [staging.module_name(m) for m in staging.probe_hidden_helpers(self.notebook)]
+        return Context(self.nb, hidden)
 
     @cached_property
     def graded(self) -> dict[str, float]:
@@ -174,14 +195,26 @@ def parse_json(data: bytes) -> object:
 # ---- students and their files ---------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Choice:
+    """Several files could be one notebook: the one graded and those left out."""
+
+    graded: str
+    left_out: tuple[str, ...]
+
+    def line(self) -> str:
+        return f"graded {self.graded}; left out {', '.join(self.left_out)}"
+
+
 @dataclass
 class Submission:
     student: str
-    folder: Path
+    folder: Path  # the student's folder, or the class folder when a pattern reads the class
     files: dict[str, Path] = field(default_factory=dict)  # notebook -> file to grade
     invalid: dict[str, str] = field(default_factory=dict)  # notebook -> why it is refused
     notes: dict[str, list[str]] = field(default_factory=dict)  # notebook -> notes
     ignored: list[str] = field(default_factory=list)
+    choices: dict[str, Choice] = field(default_factory=dict)  # notebook -> several candidates
 
     def note(self, notebook: str, text: str) -> None:
         self.notes.setdefault(notebook, []).append(text)
@@ -189,48 +222,23 @@ class Submission:
 
 @dataclass
 class Entry:
-    """One .ipynb name found in a student's folder."""
+    """One .ipynb found for a student."""
 
     path: Path
-    rel: str
+    rel: str  # relative to Submission.folder: what notes and the instructor see
     refused: str = ""  # why it will not be read (a link, a special file, a zip bomb)
     mtime: float = 0.0
+    name: str = ""  # the file's own name (a pattern's `file` group); default: the path's
+    version: str = ""  # a pattern's `version` group: larger is newer
+
+    def __post_init__(self) -> None:
+        self.name = self.name or self.path.name
 
 
 def scan(folder: Path, limits: Limits, refused: dict[Path, str] | None = None) -> list[Entry]:
     """The .ipynb entries below `folder`, links and special files included but not followed."""
-    refused = refused or {}
-    found: list[Entry] = []
-    stack, seen = [(folder, 0)], 0
-    while stack:
-        current, depth = stack.pop()
-        try:
-            with os.scandir(current) as it:
-                entries = sorted(it, key=lambda e: e.name)
-        except OSError:
-            continue
-        for entry in entries:
-            seen += 1
-            if seen > limits.files_per_student:
-                return found
-            if entry.name.startswith(".") or entry.name in SKIPPED_NAMES:
-                continue
-            path = Path(entry.path)
-            if entry.is_dir(follow_symlinks=False):
-                if depth + 1 < limits.folder_depth:
-                    stack.append((path, depth + 1))
-                continue
-            if not entry.name.lower().endswith(".ipynb"):
-                continue
-            rel = str(path.relative_to(folder))
-            info = entry.stat(follow_symlinks=False)
-            why = refused.get(path, "")
-            if stat.S_ISLNK(info.st_mode):
-                why = "a symbolic link, not the notebook file itself"
-            elif not stat.S_ISREG(info.st_mode):
-                why = "not a regular file"
-            found.append(Entry(path, rel, why, info.st_mtime))
-    return found
+    found = intake.walk(folder, limits, refused, limit=limits.files_per_student)
+    return [Entry(f.path, f.rel, f.refused, f.mtime) for f in found]
 
 
 def named_like(name: str, notebook: str) -> bool:
@@ -245,50 +253,119 @@ def match_files(
     limits: Limits | None = None,
     refused: dict[Path, str] | None = None,
 ) -> Submission:
-    """The student's file for each notebook: by name, else by content, else by file name."""
+    """The student's file for each notebook (see `assign`); the folder's name is the id."""
     limits = limits or Limits()
-    sub = Submission(folder.name, folder)
-    entries = scan(folder, limits, refused)
-    entries.sort(key=lambda e: (len(Path(e.rel).parts), -e.mtime, e.rel))
-    rest = []
-    for e in entries:
-        name = e.path.name
-        if name in masters and name not in sub.files and name not in sub.invalid:
-            if e.refused:
-                sub.invalid[name] = e.refused
-                sub.note(name, f"{e.rel} was not read: {e.refused}.")
-            else:
-                sub.files[name] = e.path
-        elif name in masters:
-            sub.ignored.append(e.rel)
-            sub.note(name, f"{e.rel} was not graded: another file has the same name.")
-        else:
-            rest.append(e)
-    _match_by_content(sub, rest, masters, limits)
+    sub = Submission(intake.nfc(folder.name), folder)
+    assign(sub, scan(folder, limits, refused), masters, limits)
     return sub
 
 
-def _match_by_content(
-    sub: Submission, rest: list[Entry], masters: dict[str, Master], limits: Limits
+def assign(
+    sub: Submission, entries: list[Entry], masters: dict[str, Master], limits: Limits
 ) -> None:
-    open_ = [nb for nb in masters if nb not in sub.files and nb not in sub.invalid]
-    candidates = []
-    for e in rest:
-        for notebook, score in _scores(e, {nb: masters[nb] for nb in open_}, limits).items():
-            candidates.append((score, e.mtime, e, notebook))
-    used: set[str] = set()
-    for score, _, e, notebook in sorted(candidates, key=lambda c: (-c[0], -c[1], c[2].rel)):
-        if e.rel in used or notebook in sub.files or notebook in sub.invalid:
+    """Each entry to the notebook it is (its exact file name, else the notebook its content
+    resembles most, else one its name points at); of several for one notebook, the rule of
+    `choose`. Entries that are no notebook are `ignored`."""
+    candidates: dict[str, list[tuple[Entry, str]]] = {}
+    for e in entries:
+        notebook, how = _notebook_of(e, masters, limits)
+        if notebook is None:
+            sub.ignored.append(e.rel)
+        else:
+            candidates.setdefault(notebook, []).append((e, how))
+    for notebook, master in masters.items():
+        found = candidates.get(notebook, [])
+        if len(found) > 1:
+            e = choose(sub, notebook, master, [c for c, _ in found], limits)
+            how = "name"
+        elif found:
+            e, how = found[0]
+        else:
             continue
-        used.add(e.rel)
         if e.refused:
             sub.invalid[notebook] = e.refused
             sub.note(notebook, f"{e.rel} was not read: {e.refused}.")
             continue
         sub.files[notebook] = e.path
-        how = "its content" if score >= 1 else "its file name"
-        sub.note(notebook, f"graded {e.rel} as {notebook} (matched by {how}).")
-    sub.ignored += [e.rel for e in rest if e.rel not in used]
+        if how != "name":
+            sub.note(notebook, f"graded {e.rel} as {notebook} (matched by its {how}).")
+
+
+def _notebook_of(e: Entry, masters: dict[str, Master], limits: Limits) -> tuple[str | None, str]:
+    if e.name in masters:
+        return e.name, "name"
+    scores = _scores(e, masters, limits)
+    if not scores:
+        return None, ""
+    order = list(masters)
+    best = max(scores, key=lambda nb: (scores[nb], -order.index(nb)))
+    return best, "content" if scores[best] >= 1 else "file name"
+
+
+def answered(master: Master, e: Entry, limits: Limits) -> int:
+    """How many of the notebook's answer cells `e` fills in (differs from the release stub);
+    -1 for a file that cannot be read as a notebook."""
+    if e.refused:
+        return -1
+    try:
+        data = parse_json(read_file(e.path, limits.notebook_bytes))
+    except Refused:
+        return -1
+    if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
+        return -1
+    try:
+        rebuilt = rebuild(master.nb, data, master.stubs)
+    except (Exception, RecursionError, MemoryError):  # any file may be hostile
+        return -1
+    stubs = {gid: normalise(stub) for gid, stub in master.stubs.items()}
+    return sum(
+        rebuilt.how.get(gid) != "missing" and normalise(source(c)) != stubs.get(gid)
+        for c in rebuilt.notebook.cells
+        if is_answer(c) and (gid := grade_id(c))
+    )
+
+
+def _version(text: str) -> tuple[int, int, str]:
+    """A pattern's `version` as a sort key: numbers by value, other text as text."""
+    if not text:
+        return (0, 0, "")
+    return (2, int(text), "") if text.isdigit() else (1, 0, text)
+
+
+def choose(
+    sub: Submission, notebook: str, master: Master, entries: list[Entry], limits: Limits
+) -> Entry:
+    """Of several files for one notebook, the one with the most answers filled in, then the
+    newest (the pattern's `version`, else the file's time), then the one named exactly like
+    the notebook; never the best-scoring, which would reward handing in many variants. The
+    student's page, grades.csv and the report say which was graded and which were left out."""
+    count = {e.rel: answered(master, e, limits) for e in entries}
+    ranked = sorted(entries, key=lambda e: e.rel)
+    ranked.sort(
+        key=lambda e: (count[e.rel], _version(e.version), e.mtime, e.name == notebook),
+        reverse=True,
+    )
+    total = len(master.stubs)
+
+    def what(e: Entry) -> str:
+        if e.refused:
+            return f"not read: {e.refused}"
+        if count[e.rel] < 0:
+            return "not readable as a notebook"
+        return f"{count[e.rel]} of {total} answers filled in"
+
+    chosen, rest = ranked[0], ranked[1:]
+    newest = max(entries, key=lambda e: (_version(e.version), e.mtime))
+    why = f"{what(chosen)}{', the newest' if newest is chosen else ''}"
+    others = "; ".join(f"{e.rel} ({what(e)})" for e in rest)
+    sub.note(
+        notebook,
+        f"{len(entries)} files could be {notebook}: graded {chosen.rel} ({why}); left out "
+        f"{others}. The grader takes the file with the most answers filled in, then the "
+        "newest: hand in one file per notebook.",
+    )
+    sub.choices[notebook] = Choice(chosen.rel, tuple(e.rel for e in rest))
+    return chosen
 
 
 def _scores(e: Entry, masters: dict[str, Master], limits: Limits) -> dict[str, float]:
@@ -307,11 +384,100 @@ def _scores(e: Entry, masters: dict[str, Master], limits: Limits) -> dict[str, f
                 score = match_score(data, master.nb, limits.match_cell_chars)
             except (Exception, RecursionError, MemoryError):  # any file may be hostile
                 score = 0
-        if score == 0 and named_like(e.path.name, notebook):
+        if score == 0 and named_like(e.name, notebook):
             score = 0.5
         if score > 0:
             scores[notebook] = score
     return scores
+
+
+@dataclass
+class Class:
+    """A class folder as read: a Submission per student, and what the reading had to say."""
+
+    submissions: list[Submission]
+    warnings: list[str] = field(default_factory=list)
+    pattern: intake.Pattern | None = None
+    guessed: bool = False  # the pattern was recognised, not asked for
+
+
+def read_class(
+    root: Path,
+    masters: dict[str, Master],
+    limits: Limits | None = None,
+    exclude: Path | None = None,
+    refused: dict[Path, str] | None = None,
+    pattern: intake.Pattern | None = None,
+) -> Class:
+    """The students of `root`: one per folder, or as `pattern` names them (a preset is
+    recognised when the folder is laid out by one), sorted by student id."""
+    limits = limits or Limits()
+    guessed = False
+    if pattern is None:
+        pattern = intake.guess(root, limits)
+        guessed = pattern is not None
+    if pattern is None:
+        subs, warnings = _by_folder(root, masters, limits, exclude, refused)
+        return Class(subs, warnings)
+    grouped = intake.group(root, pattern, limits, refused)
+    inside = exclude is not None and not root.resolve().is_relative_to(exclude.resolve())
+    subs = []
+    for student, files in sorted(grouped.files.items()):
+        sub = Submission(student, root)
+        entries = [  # OUT's own files are never a hand-in (unless the class is in OUT: a .zip)
+            Entry(f.path, f.rel, f.refused, f.mtime, Path(g["file"]).name, g.get("version", ""))
+            for f, g in files[: limits.files_per_student]
+            if not (inside and f.path.resolve().is_relative_to(exclude.resolve()))  # type: ignore[union-attr]
+        ]
+        assign(sub, entries, masters, limits)
+        subs.append(sub)
+    warnings = list(grouped.warnings)
+    if grouped.unmatched:
+        shown = ", ".join(grouped.unmatched[:5]) + (", ..." if len(grouped.unmatched) > 5 else "")
+        warnings.append(
+            f"{len(grouped.unmatched)} .ipynb files do not fit --pattern {pattern.name} and "
+            f"are not graded: {shown}"
+        )
+    return Class(subs, warnings, pattern, guessed)
+
+
+def _by_folder(
+    root: Path,
+    masters: dict[str, Master],
+    limits: Limits,
+    exclude: Path | None,
+    refused: dict[Path, str] | None,
+) -> tuple[list[Submission], list[str]]:
+    folders, warnings = intake.student_folders(root)
+    subs = []
+    for student, paths in folders.items():
+        paths = [p for p in paths if exclude is None or p.resolve() != exclude.resolve()]
+        if not paths:
+            continue
+        if any(p.is_symlink() for p in paths):
+            sub = Submission(student, paths[0])
+            for notebook in masters:
+                sub.invalid[notebook] = "the student's folder is a symbolic link"
+            subs.append(sub)
+            continue
+        try:
+            if len(paths) == 1:
+                sub = match_files(paths[0], masters, limits, refused)
+                sub.student = student
+            else:  # one id written in two Unicode forms: both folders are that student's
+                sub = Submission(student, root)
+                entries = [
+                    Entry(e.path, e.path.relative_to(root).as_posix(), e.refused, e.mtime)
+                    for p in paths
+                    for e in scan(p, limits, refused)
+                ]
+                assign(sub, entries, masters, limits)
+        except (Exception, RecursionError, MemoryError) as err:  # never the whole class
+            sub = Submission(student, paths[0])
+            for notebook in masters:
+                sub.invalid[notebook] = f"the folder could not be read ({type(err).__name__})"
+        subs.append(sub)
+    return subs, warnings
 
 
 def discover(
@@ -322,28 +488,7 @@ def discover(
     refused: dict[Path, str] | None = None,
 ) -> list[Submission]:
     """One Submission per student folder of `root`, sorted by student id."""
-    limits = limits or Limits()
-    subs = []
-    for entry in sorted(os.scandir(root), key=lambda e: e.name):
-        path = Path(entry.path)
-        if entry.name.startswith(".") or entry.name in SKIPPED_NAMES:
-            continue
-        if exclude is not None and path.resolve() == exclude.resolve():
-            continue
-        if entry.is_symlink():
-            sub = Submission(entry.name, path)
-            for notebook in masters:
-                sub.invalid[notebook] = "the student's folder is a symbolic link"
-            subs.append(sub)
-        elif entry.is_dir(follow_symlinks=False):
-            try:
-                subs.append(match_files(path, masters, limits, refused))
-            except (Exception, RecursionError, MemoryError) as err:  # never the whole class
-                sub = Submission(entry.name, path)
-                for notebook in masters:
-                    sub.invalid[notebook] = f"the folder could not be read ({type(err).__name__})"
-                subs.append(sub)
-    return subs
+    return read_class(root, masters, limits, exclude, refused).submissions
 
 
 # ---- the class .zip ---------------------------------------------------------------------------
@@ -422,11 +567,21 @@ def _extract_member(
                     )
                     break
                 out.write(chunk)
+        _keep_time(target, info)
     except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError) as err:
         why = f"unreadable ({type(err).__name__})"
     if why:
         target.write_bytes(b"")
     return why, written
+
+
+def _keep_time(target: Path, info: zipfile.ZipInfo) -> None:
+    """The member's own time on the extracted file: "the newest" of two files means it."""
+    try:
+        when = time.mktime((*info.date_time, 0, 0, -1))
+        os.utime(target, (when, when))
+    except (OverflowError, ValueError, OSError):
+        pass
 
 
 def class_root(folder: Path) -> Path:

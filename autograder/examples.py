@@ -2,7 +2,9 @@
 
 Students: `correct` (the solutions, every notebook), `untouched` (the release as handed out),
 `mistakes_1`, `mistakes_2` (classic mistakes, one per notebook where the course has one
-below), and broken or hostile submissions of the first notebook: invalid JSON, stripped
+below), `stripped_written` and `three_copies` (the first notebook with a written answer,
+without metadata, and as three files side by side), and broken or hostile submissions of the
+first notebook: invalid JSON, stripped
 metadata, a renamed file, deleted/duplicated/reordered cells, edited tests, an endless loop
 ignoring SIGINT, os._exit, sys.exit, 100 MB of printing, a memory hog, monkeypatching, added
 cells. Each student folder gets an ABOUT.txt saying what it holds and what the grader should
@@ -22,11 +24,12 @@ from pathlib import Path
 
 import nbformat
 from nbformat import NotebookNode
-from nbgrader.preprocessors import ClearHiddenTests, ClearOutput, ClearSolutions
+from nbgrader.preprocessors import ClearHiddenTests, ClearOutput
 from traitlets.config import Config
 
 from autograder.contract import CONTRACT
 from autograder.nbgrader_settings import configure
+from autograder.nbgrader_stubs import CourseClearSolutions
 from autograder.notebook_io import (
     answer_cells,
     grade_id,
@@ -76,10 +79,11 @@ def master(notebook: str) -> NotebookNode:
 
 
 def release(notebook: str) -> NotebookNode:
-    """The notebook as students get it (nbgrader's ClearSolutions, hidden tests cleared)."""
+    """The notebook as students get it (the release's ClearSolutions, hidden tests cleared)."""
     config = configure(Config())
     nb = master(notebook)
-    for pre in (ClearSolutions(config=config), ClearHiddenTests(config=config), ClearOutput()):
+    clear = CourseClearSolutions(config=config)
+    for pre in (clear, ClearHiddenTests(config=config), ClearOutput()):
         nb, _ = pre.preprocess(nb, {})
     return nb
 
@@ -407,7 +411,35 @@ def cases() -> list[Case]:
             Case(f"mistakes_{k + 1}", "classic mistakes, named in the feedback", files, expect)
         )
     first = notebooks[0]
-    return out + broken_cases(first) + hostile_cases(first)
+    return out + written_cases(notebooks) + broken_cases(first) + hostile_cases(first)
+
+
+def written_cases(notebooks: list[str]) -> list[Case]:
+    """The first notebook with a written answer, handed in as real students do: its metadata
+    stripped (the written answer is found where it stands and waits for hand grading), and
+    three copies side by side (the untouched release, a finished copy as a browser names a
+    second download, Colab's copy of an earlier try with one answer): the finished one is
+    graded whatever the files' times, and the page, grades.csv and the report name the two
+    left out."""
+    notebook = next((nb for nb in notebooks if written_answers(nb)), None)
+    if notebook is None:
+        return []
+    stem = notebook[:-6]
+    first = answer_ids(notebook)[0]
+    copies = {
+        notebook: dump(release(notebook)),
+        f"{stem} (1).ipynb": dump(correct(notebook)),
+        f"Copy of {notebook}": dump(with_answers(notebook, {first: solutions(notebook)[first]})),
+    }
+    return [
+        Case("stripped_written", "every metadata field removed; answers correct, the written "
+             "answer included: it is found after its question and waits for hand grading",
+             {notebook: dump(strip_metadata(correct(notebook)))}, {notebook: Expect("ok")}),
+        Case("three_copies", f"{notebook} as released, {stem} (1).ipynb finished, and Colab's "
+             f"Copy of {notebook} with one answer: the finished copy is graded (the most "
+             "answers filled in, then the newest), the other two are named as left out",
+             copies, {notebook: Expect("ok")}),
+    ]  # fmt: skip
 
 
 def describe(case: Case) -> str:

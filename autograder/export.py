@@ -3,12 +3,21 @@
 Reads OUT/gradebook.db (the grader's scores, each notebook's status, and whatever was graded by
 hand in formgrader; every notebook graded into OUT, whatever `--notebooks` the last run had),
 and writes OUT/final-grades.csv: one row per student and notebook with the autograded and the
-hand-graded points side by side and whether hand grading is done or still waiting. With
-`--format canvas` or `--format moodle` it also writes the platform's gradebook-import CSV (one
-column per notebook; the student id in the column the platform matches on, from `--roster` when
-the grader's ids are not the platform's). A notebook still waiting for hand grading is left
-blank there (the platform keeps what it had) unless `--partial`; a notebook not handed in is
-blank unless `--missing-zero`.
+hand-graded points side by side and whether hand grading is done or still waiting. It also
+brings the hand grading into OUT's grades.csv, cells.csv, report and feedback pages (as
+`refresh` does).
+
+With `--format canvas` or `--format moodle` it writes the platform's gradebook-import CSV, one
+file per notebook (OUT/canvas/<notebook>.csv, OUT/moodle/<notebook>.csv), with a row only for
+the students whose grade for that notebook is known. Neither platform reads a blank as "leave
+it": Canvas counts a blank where it holds a score as a change and removes the score
+(canvas-lms GradebookImporter#no_change_to_value?); Moodle stores "no grade" for a blank or
+`-` in an existing grade item, erasing the grade, and a grade of 0 for a blank in a new one
+(gradeimport_csv_load_data). So a notebook still waiting for hand grading (unless
+`--partial`), or not handed in (unless `--missing-zero`), is left out of the file for that
+student, with a line saying so, and the platform keeps what it had. A Moodle grade item made
+by the import has a maximum of 100, and Moodle refuses a grade above it: the export says the
+maximum each grade item needs, or writes percentages (`--percent`) that fit 100.
 """
 
 from __future__ import annotations
@@ -17,7 +26,8 @@ import argparse
 import csv
 import io
 import sys
-from dataclasses import dataclass, field
+import unicodedata
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -118,7 +128,7 @@ def _add(final: Final, grade: Any, manual: bool) -> None:
     if manual:
         final.manual += score
         final.manual_max += grade.max_score
-        if grade.needs_manual_grade:
+        if grade.needs_manual_grade and grade.manual_score is None:
             final.waiting.append(grade.name)
     else:
         final.autograded += score
@@ -164,6 +174,12 @@ class Platform:
     id_from: str = ""  # roster column holding the platform id ("" = the grader's student id)
     partial: bool = False
     missing_zero: bool = False
+    percent: bool = False  # Moodle: scores as percentages of the notebook's maximum
+
+    @property
+    def ids_ignore_case(self) -> bool:
+        """Canvas login ids, Moodle user names and e-mail addresses ignore case."""
+        return self.id_column in ("SIS Login ID", "username", "email")
 
     def platform_id(self, student: str) -> str | None:
         if not self.roster:
@@ -171,11 +187,14 @@ class Platform:
         row = self.roster.get(student)
         return None if row is None else row.get(self.id_from or "student", "").strip() or None
 
-    def cell(self, f: Final) -> str:
+    def cell(self, f: Final) -> str | None:
+        """The grade to import, or None when it is not known (the student is left out)."""
         if f.status == "missing":
-            return "0" if self.missing_zero else ""
+            return "0" if self.missing_zero else None
         if f.waiting and not self.partial:
-            return ""
+            return None
+        if self.percent and f.max_score:
+            return number(round(100 * f.score / f.max_score, 2))
         return number(f.score)
 
 
@@ -184,41 +203,85 @@ def columns(finals: list[Final]) -> list[str]:
     return list(dict.fromkeys(Path(f.notebook).stem for f in finals))
 
 
-def platform_csv(finals: list[Final], p: Platform) -> tuple[str, list[str]]:
-    """The import file and the warnings (students left out, cells left blank)."""
-    notebooks = columns(finals)
-    by_student: dict[str, dict[str, Final]] = {}
-    for f in finals:
-        by_student.setdefault(f.student, {})[Path(f.notebook).stem] = f
-    warnings, rows = [], []
-    for student, cells in by_student.items():
+@dataclass
+class Export:
+    """The platform's import files (notebook stem -> CSV text) and what the instructor must know."""
+
+    files: dict[str, str] = field(default_factory=dict)
+    left_out: dict[str, list[str]] = field(default_factory=dict)  # notebook -> students, why
+    warnings: list[str] = field(default_factory=list)
+    maxima: dict[str, float] = field(default_factory=dict)
+
+
+def platform_files(finals: list[Final], p: Platform) -> Export:
+    """One import file per notebook, a row for each student whose grade is known."""
+    result = Export()
+    ids = _platform_ids(finals, p, result.warnings)
+    for notebook in columns(finals):
+        rows = []
+        for f in (f for f in finals if Path(f.notebook).stem == notebook):
+            result.maxima[notebook] = f.max_score
+            if f.student not in ids:
+                continue
+            value = p.cell(f)
+            if value is None:
+                why = "not handed in" if f.status == "missing" else "hand grading not done"
+                result.left_out.setdefault(notebook, []).append(f"{f.student} ({why})")
+                continue
+            rows.append((ids[f.student], _name(p, f.student), value))
+        if rows:
+            result.files[notebook] = _file(p, notebook, rows, result.maxima[notebook])
+    return result
+
+
+def _name(p: Platform, student: str) -> str:
+    return (p.roster.get(student) or {}).get("name", student)
+
+
+def _platform_ids(finals: list[Final], p: Platform, warnings: list[str]) -> dict[str, str]:
+    """Student -> platform id; those not in the roster, with a formula id, or sharing one id
+    (compared in Unicode NFC, and ignoring case where the platform does) are left out."""
+    ids: dict[str, str] = {}
+    for student in dict.fromkeys(f.student for f in finals):
         pid = p.platform_id(student)
         if pid is None:
             warnings.append(f"{student}: not in the roster (left out)")
-            continue
-        if pid.startswith(FORMULA):
+        elif pid.startswith(FORMULA):
             warnings.append(f"{student}: id {pid!r} starts like a formula (left out)")
-            continue
-        values = [p.cell(cells[nb]) if nb in cells else "" for nb in notebooks]
-        waiting = [nb for nb in notebooks if nb in cells and cells[nb].waiting]
-        if waiting and not p.partial:
-            warnings.append(f"{student}: {', '.join(waiting)} blank, hand grading not done")
-        name = (p.roster.get(student) or {}).get("name", student)
-        rows.append((pid, name, values))
+        else:
+            ids[student] = pid
+    seen: dict[str, list[str]] = {}
+    for student, pid in ids.items():
+        key = nfc(pid).casefold() if p.ids_ignore_case else nfc(pid)
+        seen.setdefault(key, []).append(student)
+    for students in (s for s in seen.values() if len(s) > 1):
+        warnings.append(
+            f"{', '.join(students)}: one {p.id_column} for several students "
+            f"({ids[students[0]]!r}; left out)"
+        )
+        for student in students:
+            del ids[student]
+    return ids
+
+
+def _file(p: Platform, notebook: str, rows: list[tuple[str, str, str]], maximum: float) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     if p.kind == "canvas":
-        w.writerow([*CANVAS_FIXED, *notebooks])
-        maxima = {Path(f.notebook).stem: number(f.max_score) for f in finals}
-        w.writerow(["Points Possible", "", "", "", "", *(maxima[nb] for nb in notebooks)])
-        for pid, name, values in rows:
+        w.writerow([*CANVAS_FIXED, notebook])
+        w.writerow(["Points Possible", "", "", "", "", number(maximum)])
+        for pid, name, value in rows:
             ids = ["" if c != p.id_column else pid for c in CANVAS_IDS]
-            w.writerow([_safe(name), *ids, "", *values])
+            w.writerow([_safe(name), *ids, "", value])
     else:
-        w.writerow([MOODLE_IDS[p.id_column], *notebooks])
-        for pid, _, values in rows:
-            w.writerow([pid, *values])
-    return buf.getvalue(), warnings
+        w.writerow([MOODLE_IDS[p.id_column], notebook])
+        for pid, _, value in rows:
+            w.writerow([pid, value])
+    return buf.getvalue()
+
+
+def nfc(text: str) -> str:
+    return unicodedata.normalize("NFC", text)
 
 
 def read_roster(path: Path) -> dict[str, dict[str, str]]:
@@ -227,7 +290,27 @@ def read_roster(path: Path) -> dict[str, dict[str, str]]:
         reader = csv.DictReader(f)
         if "student" not in (reader.fieldnames or []):
             raise ValueError(f"{path} needs a 'student' column (the submission folder names)")
-        return {row["student"].strip(): row for row in reader}
+        return {nfc(row["student"].strip()): row for row in reader}
+
+
+def match_roster(
+    roster: dict[str, dict[str, str]], students: list[str]
+) -> tuple[dict[str, dict[str, str]], list[str]]:
+    """The roster keyed by the grader's ids: a roster id matches in Unicode NFC, else ignoring
+    case when that makes one match only; the second list says where case was ignored."""
+    matched = {s: roster[nfc(s)] for s in students if nfc(s) in roster}
+    folded: dict[str, list[str]] = {}
+    for key in roster:
+        folded.setdefault(key.casefold(), []).append(key)
+    notes = []
+    for student in students:
+        if student in matched:
+            continue
+        keys = folded.get(nfc(student).casefold(), [])
+        if len(keys) == 1 and keys[0] not in {nfc(s) for s in students}:
+            matched[student] = roster[keys[0]]
+            notes.append(f"{student}: matched the roster's {keys[0]!r} ignoring case")
+    return matched, notes
 
 
 # ---- command line -----------------------------------------------------------------------------
@@ -237,10 +320,12 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m autograder export",
         description="Final grades with the hand-graded points: OUT/final-grades.csv, and the "
-        "gradebook-import CSV of Canvas or Moodle.",
+        "gradebook-import CSVs of Canvas or Moodle (one per notebook).",
     )
     p.add_argument("out", metavar="OUT", type=Path, help="the grader's --out folder")
-    p.add_argument("--format", choices=("canvas", "moodle"), help="also write OUT/<format>.csv")
+    p.add_argument(
+        "--format", choices=("canvas", "moodle"), help="also write OUT/<format>/<notebook>.csv"
+    )
     p.add_argument(
         "--id-column",
         help="the column the platform matches students on: Canvas 'SIS Login ID' (default), "
@@ -250,6 +335,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--id-from", default="", help="the roster column holding the platform id")
     p.add_argument("--partial", action="store_true", help="export notebooks still waiting too")
     p.add_argument("--missing-zero", action="store_true", help="0 for notebooks not handed in")
+    p.add_argument(
+        "--percent",
+        action="store_true",
+        help="Moodle: each score as a percentage of the notebook's maximum (fits the maximum "
+        "of 100 that Moodle gives a grade item the import creates)",
+    )
     return p
 
 
@@ -259,10 +350,69 @@ def _platform(args: argparse.Namespace) -> Platform:
     allowed = CANVAS_IDS if args.format == "canvas" else tuple(MOODLE_IDS)
     if id_column not in allowed:
         raise ValueError(f"--id-column for {args.format} is one of {', '.join(allowed)}")
+    if args.percent and args.format != "moodle":
+        raise ValueError("--percent is for --format moodle (Canvas reads the points possible)")
     roster = read_roster(args.roster) if args.roster else {}
     if roster and args.id_from and args.id_from not in next(iter(roster.values())):
         raise ValueError(f"the roster has no column {args.id_from!r}")
-    return Platform(args.format, id_column, roster, args.id_from, args.partial, args.missing_zero)
+    return Platform(args.format, id_column, roster, args.id_from, args.partial,
+                    args.missing_zero, args.percent)  # fmt: skip
+
+
+def _refresh(out: Path) -> None:
+    """Bring hand grading into OUT's CSVs, report and pages too; say so, or why not."""
+    from autograder.outputs import NotGraded, refresh
+    from autograder.refresh import said
+
+    try:
+        print(said(out, refresh(out.resolve())))
+    except NotGraded as err:
+        print(f"  (grades.csv and the pages not refreshed: {err})", file=sys.stderr)
+
+
+def write_platform(out: Path, finals: list[Final], platform: Platform) -> list[Path]:
+    """OUT/<platform>/<notebook>.csv, and what the instructor must know, printed."""
+    if platform.roster:
+        students = list(dict.fromkeys(f.student for f in finals))
+        matched, notes = match_roster(platform.roster, students)
+        platform = replace(platform, roster=matched)
+        for note in notes:
+            print(f"  {note}", file=sys.stderr)
+    result = platform_files(finals, platform)
+    folder = out / platform.kind
+    folder.mkdir(exist_ok=True)
+    for stale in folder.glob("*.csv"):  # a notebook with nothing to import this time
+        stale.unlink()
+    written = []
+    for notebook in columns(finals):
+        text = result.files.get(notebook)
+        if text is None:
+            print(f"{platform.kind}: nothing to import for {notebook} (no grade is final yet)")
+        else:
+            target = folder / f"{notebook}.csv"
+            target.write_text(text, encoding="utf-8")
+            written.append(target)
+            rows = text.count("\n") - (2 if platform.kind == "canvas" else 1)
+            note = _maximum_note(platform, result.maxima[notebook])
+            plural = "s" if rows != 1 else ""
+            print(f"{target}: {rows} student{plural}, matched on {platform.id_column}; {note}")
+        left = result.left_out.get(notebook, [])
+        if left:
+            print(f"  left out, the platform keeps what it has: {', '.join(left)}", file=sys.stderr)
+    for warning in result.warnings:
+        print(f"  {warning}", file=sys.stderr)
+    return written
+
+
+def _maximum_note(p: Platform, maximum: float) -> str:
+    if p.kind == "canvas":
+        return f"its Points Possible row says {number(maximum)}"
+    if p.percent:
+        return "percentages of the notebook's points: the grade item's maximum must be 100"
+    return (
+        f"the Moodle grade item needs a maximum grade of {number(maximum)} (a grade item made "
+        f"by the import gets 100: set it to {number(maximum)} first, or export with --percent)"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -276,19 +426,15 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError) as err:
         print(f"export: {err}", file=sys.stderr)
         return 2
+    _refresh(args.out)
     (args.out / "final-grades.csv").write_text(final_grades_csv(finals), encoding="utf-8")
     waiting = [f for f in finals if f.waiting]
+    plural = "s" if len(waiting) != 1 else ""
+    hint = " (formgrader: `make lab OUT=...`)" if waiting else ""
     print(
-        f"{args.out / 'final-grades.csv'}: {len(finals)} rows, {len(waiting)} notebooks "
-        "waiting for hand grading" + (" (formgrader: `make lab OUT=...`)" if waiting else "")
+        f"{args.out / 'final-grades.csv'}: {len(finals)} rows, {len(waiting)} notebook{plural} "
+        f"waiting for hand grading{hint}"
     )
     if platform:
-        text, warnings = platform_csv(finals, platform)
-        target = args.out / f"{platform.kind}.csv"
-        target.write_text(text, encoding="utf-8")
-        print(
-            f"{target}: {platform.kind} gradebook import, students matched on {platform.id_column}"
-        )
-        for warning in warnings:
-            print(f"  {warning}", file=sys.stderr)
+        write_platform(args.out, finals, platform)
     return 0

@@ -8,7 +8,15 @@ directory, `.nbgrader/` (or $AUTOGRADER_COURSE_DIR). This command points it at t
 - `<course>/formgrade.json` names OUT, so that the instructor's nbgrader configuration
   (nbgrader_config.py) uses OUT/gradebook.db as formgrader's database.
 Scores entered in formgrader are written to OUT/gradebook.db, where a later `grade` run keeps
-them and `python -m autograder export OUT` reads them. `formgrade --clear` undoes the link.
+them, `python -m autograder refresh OUT` brings them into OUT's CSVs, report and feedback pages,
+and `python -m autograder export OUT` reads them. `formgrade --clear` undoes the link.
+
+Formgrader's first page (Manage Assignments) is nbgrader's course-side view: generate, release,
+collect and feedback buttons for nbgrader's own exchange, which this course does not use (it
+releases with `student-release` and grades with `grade`). Inside the Jupyter server, `apply`
+gives formgrader a copy of nbgrader's page templates (links in `<course>/.formgrader-templates`)
+whose Manage Assignments says in one line where the graded class is (Manual Grading → the
+assignment, linked) and hides those buttons (templates/formgrader/manage_assignments.tpl).
 
 Formgrader renders a submission on the Jupyter server's own origin, in the instructor's
 authenticated session: student content must stay inert. nbgrader's formgrade template passes
@@ -21,13 +29,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sqlite3
 import sys
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
 from nbconvert.filters.strings import clean_html
 from nbconvert.preprocessors import Preprocessor
 
+from autograder.contract import ASSIGNMENT
 from autograder.paths import COURSE_DIR
 
 POINTER = "formgrade.json"
@@ -74,13 +85,48 @@ class SafeForFormgrader(Preprocessor):
 
 
 def apply(c: Any) -> Any:
-    """Formgrader's settings: the graded class's gradebook, student content kept inert."""
+    """Formgrader's settings: the graded class's gradebook, student content kept inert, and,
+    inside the Jupyter server, a Manage Assignments page that says where the class is."""
     c.HTMLExporter.sanitize_html = True
     c.HTMLExporter.preprocessors = [f"{__name__}.SafeForFormgrader"]
-    out = graded_class(Path(c.CourseDirectory.root))
+    course = Path(c.CourseDirectory.root)
+    out = graded_class(course)
     if out is not None:
         c.CourseDirectory.db_url = f"sqlite:///{out / 'gradebook.db'}"
+    if FORMGRADER_SERVER in sys.modules and course.is_dir():
+        course_side_templates(course, out)
     return c
+
+
+FORMGRADER_SERVER = "nbgrader.server_extensions.formgrader.formgrader"
+TEMPLATE_LINKS = ".formgrader-templates"
+OVERRIDE = Path(__file__).resolve().parent / "templates" / "formgrader" / "manage_assignments.tpl"
+
+
+def course_side_templates(course: Path, out: Path | None) -> Path:
+    """Point formgrader at `<course>/.formgrader-templates`: links to each of nbgrader's page
+    templates, and this course's Manage Assignments (which extends nbgrader's own) with the
+    graded class `out` filled in. Returns the folder."""
+    from nbgrader.server_extensions.formgrader import handlers
+
+    original = Path(getattr(handlers, "nbgrader_template_path", handlers.template_path))
+    handlers.nbgrader_template_path = str(original)
+    folder = course / TEMPLATE_LINKS
+    folder.mkdir(exist_ok=True)
+    for entry in original.iterdir():
+        names = {"manage_assignments.tpl": "nbgrader_manage_assignments.tpl"}
+        link = folder / names.get(entry.name, entry.name)
+        if not link.is_symlink() or link.resolve() != entry.resolve():
+            link.unlink(missing_ok=True)
+            link.symlink_to(entry, target_is_directory=entry.is_dir())
+    page = OVERRIDE.read_text(encoding="utf-8")
+    page = page.replace("@@OUT@@", json.dumps(str(out) if out else ""))
+    page = page.replace("@@ASSIGNMENT@@", ASSIGNMENT)
+    target = folder / "manage_assignments.tpl"
+    target.unlink(missing_ok=True)
+    target.write_text(page, encoding="utf-8")
+    handlers.template_path = str(folder)
+    return folder
 
 
 def clear(course: Path) -> None:
@@ -129,5 +175,22 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         print(f"formgrade: {err}", file=sys.stderr)
         return 2
-    print(f"formgrader: class graded in {args.out.resolve()} (course directory {course})")
+    print(f"formgrader: {where(args.out.resolve())} (course directory {course})")
     return 0
+
+
+def where(out: Path) -> str:
+    """One line: where formgrader shows the class graded in `out`, and what waits there."""
+    students, waiting = 0, 0
+    try:
+        with closing(sqlite3.connect(f"file:{out / 'gradebook.db'}?mode=ro", uri=True)) as db:
+            students = db.execute("SELECT COUNT(*) FROM submitted_assignment").fetchone()[0]
+            query = "SELECT COUNT(*) FROM grade WHERE needs_manual_grade"
+            waiting = db.execute(query).fetchone()[0]
+    except sqlite3.Error:
+        pass
+    return (
+        f"the class graded in {out} ({students} student{'s' if students != 1 else ''} handed "
+        f"in, {waiting} written answer{'s' if waiting != 1 else ''} waiting) is under Nbgrader → "
+        f"Formgrader → Manual Grading → {ASSIGNMENT}"
+    )

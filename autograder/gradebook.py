@@ -11,7 +11,8 @@ to a temporary file, renamed into place. What formgrader needs is all there:
   unanswered notebook, one it could not grade): then 0, as nbgrader does, nothing to grade;
 - a `<grade_id>` comment per autograded answer naming the mistakes the grader found.
 Manual scores, extra credit and comments already entered in formgrader survive a rebuild for
-every answer whose text is unchanged (its sha256 is kept in the table `autograder_answers`);
+every answer whose text is unchanged (its sha256 is kept in the table `autograder_answers`;
+points replacing an autograded cell's follow the code answer that cell grades);
 each notebook's status is kept in `autograder_status` (for the export).
 The executed notebooks formgrader shows are OUT/autograded/<student>/<assignment>/<nb>.ipynb.
 """
@@ -30,7 +31,7 @@ from typing import Any
 import nbformat
 
 from autograder.contract import ASSIGNMENT, test_cell_id
-from autograder.notebook_io import grade_id, nbgrader_meta, source
+from autograder.notebook_io import answer_cells, grade_id, nbgrader_meta, source
 
 COURSE_ID = "self-attention"
 TEXT_STUB = "YOUR ANSWER HERE"  # nbgrader_settings: ClearSolutions.text_stub
@@ -124,27 +125,38 @@ class Answer:
 def written_answers(
     out: Path, masters: dict[str, Any], rows: list[dict[str, Any]]
 ) -> dict[tuple[str, str, str], Answer]:
-    """(student, notebook stem, grade_id) -> the answer, for every hand-graded cell."""
+    """(student, notebook stem, grade cell) -> the answer it grades: the written answer of a
+    hand-graded cell, the code answer of an autograded one (`test-<grade_id>`), so that points
+    given or replaced by hand follow the answer's text, not the grader's version."""
     found = {}
     for row in rows:
         notebook = row["notebook"]
         # "*": the submission itself (its key changes with the file): for overridden scores
         found[(row["student"], Path(notebook).stem, "*")] = Answer(row.get("key"))
-        manual = manual_cells(masters[notebook].nb) if notebook in masters else {}
-        if not manual:
+        if notebook not in masters:
             continue
+        manual = manual_cells(masters[notebook].nb)
+        coded = {  # autograded cell -> the answer cell it grades
+            cell: gid
+            for gid, c in answer_cells(masters[notebook].nb).items()
+            if (cell := test_cell_id(gid)) not in manual and c.cell_type == "code"
+        }
         cells: dict[str, str] = {}
         path = autograded_path(out, row["student"], notebook)
         if row["status"] not in NO_ANSWER and path.is_file():
             try:
                 nb = nbformat.read(str(path), as_version=4)
-                cells = {g: source(c) for c in nb.cells if (g := grade_id(c)) in manual}
+                wanted = set(manual) | set(coded.values())
+                cells = {g: source(c) for c in nb.cells if (g := grade_id(c)) in wanted}
             except Exception:  # an unreadable file: graded by hand from the submission
                 cells = {}
         blank = _left_blank(row)
         for gid in manual:
             text = "" if row["status"] in NO_ANSWER or gid in blank else cells.get(gid)
             found[(row["student"], Path(notebook).stem, gid)] = Answer(text)
+        for cell, gid in coded.items():
+            if gid in cells:
+                found[(row["student"], Path(notebook).stem, cell)] = Answer(cells[gid])
     return found
 
 

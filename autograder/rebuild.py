@@ -6,7 +6,9 @@ answer cells (nbgrader `solution: true`) take their source from the submission:
 1. the student's cell with the same grade_id; with several, the last one that is not the
    untouched release stub;
 2. when metadata was stripped or the answer was written in an added cell instead of the stub:
-   the last student code cell that defines the answer's contract names (found with `ast`);
+   for code, the last student code cell that defines the answer's contract names (found with
+   `ast`); for a written answer, the student's markdown cells where it stands (right after its
+   question, else right before the master cell that follows it);
 3. otherwise the answer is missing (it scores 0; a note says so).
 
 Test, setup and every other cell come from the master, so edited, neutralised, deleted or
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import difflib
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,6 +38,7 @@ from autograder.notebook_io import (
     python_source,
     source,
 )
+from autograder.stubs import released
 
 MISSING_ANSWER = "# (this answer cell is missing from the submission)"
 NAME_SEARCH_CHARS = 64_000  # longer cells are not parsed for the names they define
@@ -49,6 +53,7 @@ class Rebuilt:
     answers: dict[str, str | None]  # code answer grade_id -> source (None: missing), master order
     how: dict[str, str] = field(default_factory=dict)  # grade_id -> grade_id | names | missing
     notes: list[str] = field(default_factory=list)
+    added_names: frozenset[str] = frozenset()  # names only the student's own added cells define
 
 
 def normalise(src: str) -> str:
@@ -113,27 +118,16 @@ def answer_names(grade_id_: str, master_source: str = "") -> tuple[str, ...]:
 def release_stubs(master: NotebookNode) -> dict[str, str]:
     """grade_id -> the answer cell as released to students.
 
-    The same text nbgrader's ClearSolutions writes (a test holds the two to each other),
-    without importing nbgrader: the rebuild sits on the path to the kernel's start.
+    The same text the course's release writes (`autograder.stubs`; a test holds the two to
+    each other), without importing nbgrader: the rebuild sits on the path to the kernel's start.
     """
     settings = configure(Config()).ClearSolutions
     code_stub, text_stub = settings.code_stub["python"], settings.text_stub
     stubs = {}
     for cell in master.cells:
-        if not (is_answer(cell) and (gid := grade_id(cell))):
-            continue
-        stub = (code_stub if cell.cell_type == "code" else text_stub).split("\n")
-        lines, inside, replaced = [], False, False
-        for line in source(cell).split("\n"):
-            if "BEGIN SOLUTION" in line:
-                indent = re.match(r"\s*", line).group(0)
-                lines += [indent + s for s in stub]
-                inside = replaced = True
-            elif "END SOLUTION" in line:
-                inside = False
-            elif not inside:
-                lines.append(line)
-        stubs[gid] = "\n".join(lines) if replaced else "\n".join(stub)
+        if is_answer(cell) and (gid := grade_id(cell)):
+            code = cell.cell_type == "code"
+            stubs[gid] = released(source(cell), code, code_stub, text_stub)[0]
     return stubs
 
 
@@ -174,6 +168,8 @@ def rebuild(master: NotebookNode, student: Any, stubs: dict[str, str] | None = N
     result = Rebuilt(nb, {})
     for gid, mcell in master_answers:
         src, how = _answer(gid, mcell, cells, by_id.get(gid, []), stub_norm, free_code_cell, result)
+        if how == "missing" and mcell.cell_type == "markdown":
+            src, how = _written_in_place(master, gid, cells, fixed, answer_ids, result)
         result.how[gid] = how
         code = mcell.cell_type == "code"
         if code:
@@ -187,7 +183,22 @@ def rebuild(master: NotebookNode, student: Any, stubs: dict[str, str] | None = N
             cell.execution_count = None
             if is_test(cell):
                 cell.source = strip_hidden_tests(source(cell))
+    result.added_names = _added_names(cells, fixed, result.answers)
     return result
+
+
+def _added_names(
+    cells: list[dict[str, Any]], fixed: set[str], answers: dict[str, str | None]
+) -> frozenset[str]:
+    """Names bound by the student's code cells that are neither a graded answer nor a copy of
+    a master cell: cells the grader never runs (said so when an answer reads such a name)."""
+    graded = {normalise(src) for src in answers.values() if src is not None}
+    names: set[str] = set()
+    for c in cells:
+        text = normalise(source(c))
+        if c.get("cell_type") == "code" and text not in fixed and text not in graded:
+            names |= defined_names(source(c))
+    return frozenset(names)
 
 
 def _answer(
@@ -236,6 +247,66 @@ def _answer(
         )
         return None, "missing"
     return source(chosen[1]), how
+
+
+def _written_in_place(
+    master: NotebookNode,
+    gid: str,
+    cells: list[dict[str, Any]],
+    fixed: set[str],
+    answer_ids: set[str],
+    result: Rebuilt,
+) -> tuple[str | None, str]:
+    """A written answer whose cell lost its id, found where it stands: the student's markdown
+    cells right after the question (the master cell before the answer), else right before the
+    master cell that follows it. (None, "missing") when neither is found."""
+    index = next(i for i, c in enumerate(master.cells) if grade_id(c) == gid and is_answer(c))
+    before = next((c for c in reversed(master.cells[:index]) if not is_answer(c)), None)
+    after = next((c for c in master.cells[index + 1 :] if not is_answer(c)), None)
+    texts = [normalise(source(c)) for c in cells]
+
+    def answer_cell(c: dict[str, Any], edge: NotebookNode | None) -> bool:
+        """A markdown cell of the student's: not a master cell, nor another answer, nor an
+        edit of the master cell `edge` at the far end of the walk."""
+        other = grade_id(c)
+        text = normalise(source(c))
+        return (
+            c.get("cell_type") == "markdown"
+            and text not in fixed
+            and (edge is None or not _resembles(text, source(edge)))
+            and (other is None or other == gid or other not in answer_ids)
+        )
+
+    found: list[dict[str, Any]] = []
+    where = ""
+    if before is not None and normalise(source(before)) in texts:
+        for c in cells[texts.index(normalise(source(before))) + 1 :]:
+            if not answer_cell(c, after):
+                break
+            found.append(c)
+        where = "after its question"
+    if not found and after is not None and normalise(source(after)) in texts:
+        for c in reversed(cells[: texts.index(normalise(source(after)))]):
+            if not answer_cell(c, before):
+                break
+            found.insert(0, c)
+        where = "before the text that follows it"
+    if not found:
+        return None, "missing"
+    if result.notes and result.notes[-1].startswith(f"{gid}: the written answer was not found"):
+        result.notes.pop()
+    result.notes.append(
+        f"{gid}: the written answer was found {where} (its cell had lost its answer id)."
+    )
+    return "\n\n".join(source(c) for c in found), "place"
+
+
+def _resembles(text: str, master_source: str, limit: int = 4_000) -> bool:
+    """True when `text` is (an edit of) the master cell's text: most of it is kept."""
+    theirs = normalise(master_source)
+    if not theirs or len(text) > limit or len(theirs) > limit:
+        return False
+    return difflib.SequenceMatcher(None, text, theirs, autojunk=False).ratio() >= 0.6
 
 
 def match_score(nb: Any, master: NotebookNode, limit: int = NAME_SEARCH_CHARS) -> int:

@@ -1,6 +1,10 @@
 """The class report, OUT/report.html (templates/report.html.j2), and its three figures.
 
 Only the notebooks of the run count (all of them, or those of `--notebooks`/`--assignment`).
+Scores count the autograded points and what the instructor gave by hand in formgrader so far
+(each grade `Settled` with the gradebook's hand grading); written answers still waiting are
+counted as such. Students whose folder held several files for one notebook are listed with the
+file graded and those left out.
 Figures (matplotlib, Agg, PNG in OUT/report/ and inline in the page): the distribution of
 each student's total in percent of the autograded points; each graded cell's share of full
 marks among the students who handed in a readable notebook; how often each catalog mistake
@@ -21,9 +25,10 @@ matplotlib.use("Agg")  # before pyplot: the report is drawn headless, in any pro
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
-from autograder.discover import Master  # noqa: E402
+from autograder.discover import Choice, Master  # noqa: E402
 from autograder.feedback import CSP, templates  # noqa: E402
-from autograder.grades import STATUSES, NotebookGrade  # noqa: E402
+from autograder.grades import STATUSES  # noqa: E402
+from autograder.handgrading import Settled  # noqa: E402
 from autograder.outdir import feedback_path  # noqa: E402
 from autograder.state import atomic_write  # noqa: E402
 
@@ -34,18 +39,22 @@ class ClassNumbers:
     passed: Counter = field(default_factory=Counter)  # (notebook, grade_id) -> full marks
     tried: Counter = field(default_factory=Counter)  # (notebook, grade_id) -> handed in
     mistakes: Counter = field(default_factory=Counter)
+    auto: dict[str, float] = field(default_factory=dict)  # student -> autograded points alone
 
     def percent(self, student: str) -> float:
         score, auto_max, _ = self.totals[student]
+        score = self.auto.get(student, score)
         return 100 * score / auto_max if auto_max else 0.0
 
 
-def class_numbers(grades: list[NotebookGrade]) -> ClassNumbers:
+def class_numbers(settled: list[Settled]) -> ClassNumbers:
     """Per-student totals, per-cell full marks and mistake counts."""
     numbers = ClassNumbers()
-    for g in grades:
+    for s in settled:
+        g = s.grade
         t = numbers.totals.setdefault(g.student, [0.0, 0.0, 0.0])
-        t[0] += g.score
+        t[0] += s.score
+        numbers.auto[g.student] = numbers.auto.get(g.student, 0.0) + g.score
         t[1] += g.max_score - g.manual_max
         t[2] += g.max_score
         for c in g.cells:
@@ -72,6 +81,31 @@ def _inline(folder: Path, made: list[dict[str, str]]) -> list[dict[str, str]]:
     return made
 
 
+def _scores_alt(percents: list[float]) -> str:
+    """The score histogram in words: how many students in each tenth of the points."""
+    counts = [0] * 10
+    for p in percents:
+        counts[min(int(p // 10), 9)] += 1
+    bands = [f"{10 * i}-{10 * i + 10}%: {n}" for i, n in enumerate(counts) if n]
+    return (
+        f"Histogram of the {len(percents)} students' totals in percent of the autograded "
+        f"points, by tenths: {', '.join(bands) or 'none'}. Each total is in the table of "
+        "students below."
+    )
+
+
+def _mistakes_alt(mistakes: list[tuple[str, int]], shown: int = 8) -> str:
+    """The mistakes chart in words: the most frequent ones and their counts."""
+    if not mistakes:
+        return "No mistake was named."
+    words = ", ".join(f"{m} {n} time{'s' if n != 1 else ''}" for m, n in mistakes[:shown])
+    more = f" and {len(mistakes) - shown} more" if len(mistakes) > shown else ""
+    return (
+        f"Bar chart of how often each named mistake was found: {words}{more}. All of them, "
+        "with what they mean, are in the table of named mistakes below."
+    )
+
+
 def figures(folder: Path, numbers: ClassNumbers) -> list[dict[str, str]]:
     """The report's PNGs; their titles are the page's headings (not repeated in the image)."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -82,16 +116,23 @@ def figures(folder: Path, numbers: ClassNumbers) -> list[dict[str, str]]:
     ax.set(xlabel="total score (% of the autograded points)", ylabel="students", xlim=(0, 100))
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     _save(fig, folder / "scores.png")
-    made.append({"file": "scores.png", "title": "Class score distribution"})
+    made.append({"file": "scores.png", "title": "Class score distribution",
+                 "alt": _scores_alt(percents), "numbers": "students"})  # fmt: skip
     if numbers.tried:
         keys = list(numbers.tried)
         fig, ax = plt.subplots(figsize=(6, 0.35 * len(keys) + 1.2))
         rates = [100 * numbers.passed[k] / numbers.tried[k] for k in keys]
-        ax.barh([f"{nb[:2]} {gid}" for nb, gid in keys], rates, color="#55a868")
+        ax.barh([f"{nb[:2]} {gid}" for nb, gid in keys], rates, color="#2e7d4f")
         ax.invert_yaxis()
         ax.set(xlabel="students with full marks (% of those who handed it in)", xlim=(0, 100))
         _save(fig, folder / "pass_rates.png")
-        made.append({"file": "pass_rates.png", "title": "Full marks per graded cell"})
+        alt = (
+            f"Bar chart: for each of the {len(keys)} graded cells, the share of the students "
+            f"who handed it in that got full marks, from {min(rates):.0f}% to "
+            f"{max(rates):.0f}%; each cell's number is in the table of full marks below."
+        )
+        made.append({"file": "pass_rates.png", "title": "Full marks per graded cell",
+                     "alt": alt, "numbers": "full-marks"})  # fmt: skip
     mistakes = numbers.mistakes.most_common()
     fig, ax = plt.subplots(figsize=(6, 0.35 * max(len(mistakes), 1) + 1.2))
     if mistakes:
@@ -102,19 +143,20 @@ def figures(folder: Path, numbers: ClassNumbers) -> list[dict[str, str]]:
     ax.set(xlabel="times named")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     _save(fig, folder / "mistakes.png")
-    made.append({"file": "mistakes.png", "title": "Named mistakes across the class"})
+    made.append({"file": "mistakes.png", "title": "Named mistakes across the class",
+                 "alt": _mistakes_alt(mistakes), "numbers": "mistakes"})  # fmt: skip
     return _inline(folder, made)
 
 
-def _students(grades: list[NotebookGrade], notebooks: list[str], numbers: ClassNumbers) -> list:
-    by_key = {(g.student, g.notebook): g for g in grades}
+def _students(settled: list[Settled], notebooks: list[str], numbers: ClassNumbers) -> list:
+    by_key = {(s.grade.student, s.grade.notebook): s for s in settled}
     rows = []
     for student in sorted(numbers.totals):
         cells = []
         for nb in notebooks:
             g = by_key.get((student, nb))
             link = feedback_path(Path("."), student, nb).as_posix()
-            cells.append({"grade": g, "link": link} if g else None)
+            cells.append({"grade": g.grade, "settled": g, "link": link} if g else None)
         score, _, max_score = numbers.totals[student]
         rows.append(
             {
@@ -128,10 +170,16 @@ def _students(grades: list[NotebookGrade], notebooks: list[str], numbers: ClassN
 
 
 def write_report(
-    out: Path, grades: list[NotebookGrade], masters: dict[str, Master], unjailed: bool = False
+    out: Path,
+    settled: list[Settled],
+    masters: dict[str, Master],
+    unjailed: bool = False,
+    choices: dict[tuple[str, str], Choice] | None = None,
+    notices: list[str] | None = None,
 ) -> None:
     os.environ.setdefault("MPLBACKEND", "Agg")
-    numbers = class_numbers(grades)
+    grades = [s.grade for s in settled]
+    numbers = class_numbers(settled)
     notebooks = list(masters)
     rates = [
         {
@@ -150,10 +198,17 @@ def write_report(
         .render(
             csp=CSP,
             unjailed=unjailed or any(g.unjailed for g in grades),
-            students=_students(grades, notebooks, numbers),
+            unbounded_memory=notices or [],
+            students=_students(settled, notebooks, numbers),
             notebooks=notebooks,
             counts=counts,
-            waiting=sum(c.manual and c.state == "waiting" for g in grades for c in g.cells),
+            waiting=sum(len(s.waiting) for s in settled),
+            by_hand=sum(s.by_hand for s in settled),
+            choices=[
+                {"student": student, "notebook": nb, "graded": c.graded, "left_out": c.left_out}
+                for (student, nb), c in sorted((choices or {}).items())
+                if nb in masters
+            ],
             figures=figures(out / "report", numbers),
             rates=rates,
             mistakes=numbers.mistakes.most_common(),

@@ -13,15 +13,22 @@ notebook's read-only reference of an earlier answer, a helper holding it). The s
 (autograder.staging: which helpers and which notebooks' own cells show whose answers) is
 checked first; then the tree is built in a scratch folder and scanned (autograder.leaks).
 Either refuses the release with what and where, and DIR is left as it was. DIR may be empty,
-new, or an earlier student release (its .git is kept, so a release is a commit on the
-student repository).
+new, an earlier student release or any folder: the release writes its files there and lists
+them with their sha256 in `.course/release.json` (the manifest). A later release into the same
+DIR replaces and removes only the files the manifest lists, as the release wrote them; it
+refuses, with the list, when anything else would be overwritten or removed (a file of the
+instructor's where the release writes, a released file edited since). Everything else in DIR
+(.git, a virtual environment, notes) is left alone, so a release is a commit on the student
+repository.
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import hashlib
 import json
+import os
 import re
 import shutil
 import sys
@@ -57,6 +64,10 @@ class ReleaseRefused(Exception):
         self.lines = lines
 
 
+class WouldOverwrite(ReleaseRefused):
+    """DEST holds files the release did not write (or that changed since) where it writes."""
+
+
 @dataclass
 class Plan:
     """What one student release holds."""
@@ -67,6 +78,7 @@ class Plan:
     notebooks: dict[str, nbformat.NotebookNode] = field(default_factory=dict)
     helpers: list[str] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)  # helpers it needs but may not carry
+    notes: list[str] = field(default_factory=list)  # what the instructor should know
 
 
 def parse_notebooks(spec: str) -> list[str]:
@@ -212,21 +224,34 @@ def write_tree(p: Plan, root: Path) -> None:
         .read_text(encoding="utf-8")
         .replace("@@VERSION@@", _version()),
         ".course/jupyterlab-overrides.json": json.dumps(LAB_OVERRIDES, indent=2) + "\n",
-        MARKER: json.dumps(
-            {
-                "assignments": p.assignments,
-                "graded": sorted(p.graded),
-                "repository": p.repo.repository,
-                "branch": p.repo.branch,
-                "helpers": p.helpers,
-            },
-            indent=2,
-        )
-        + "\n",
     }
     for rel, text in files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text, encoding="utf-8")
+    marker = {
+        "assignments": p.assignments,
+        "graded": sorted(p.graded),
+        "repository": p.repo.repository,
+        "branch": p.repo.branch,
+        "helpers": p.helpers,
+        "files": {rel: _digest(root / rel) for rel in _files(root)},  # the manifest
+    }
+    (root / MARKER).write_text(json.dumps(marker, indent=2) + "\n", encoding="utf-8")
+
+
+def _files(root: Path) -> list[str]:
+    """Every file below `root` (POSIX paths), the marker and .git excepted."""
+    return sorted(
+        rel
+        for path in root.rglob("*")
+        if path.is_file() and not path.is_symlink()
+        and (rel := path.relative_to(root).as_posix()) != MARKER
+        and not rel.startswith(".git/")
+    )  # fmt: skip
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 @functools.cache
@@ -240,31 +265,93 @@ def scanner(graded: set[str]) -> leaks.Scanner:
     return leaks.Scanner(list(_secrets()), allowed=graded)
 
 
-def _replace(dest: Path, built: Path) -> None:
-    """Move the built tree into `dest`, keeping its .git; refuse a folder we did not write."""
-    if dest.exists():
-        if not dest.is_dir():
-            raise ReleaseRefused([f"{dest} is a file, not a folder"])
-        others = [p for p in dest.iterdir() if p.name != ".git"]
-        if others and not (dest / MARKER).is_file():
-            raise ReleaseRefused(
-                [f"{dest} is neither empty nor an earlier student release: choose another --dest"]
-            )
-        for path in others:
-            shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
+def manifest(dest: Path) -> dict[str, str] | None:
+    """The files the last release wrote into `dest` (path -> sha256); {} for a release made
+    before manifests were kept; None when `dest` holds no student release."""
+    try:
+        marker = json.loads((dest / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    files = marker.get("files", {}) if isinstance(marker, dict) else {}
+    return {str(k): str(v) for k, v in files.items()} if isinstance(files, dict) else {}
+
+
+def _install(dest: Path, built: Path) -> list[str]:
+    """Put the built tree into `dest`, replacing only what the last release wrote there and the
+    instructor has not changed since; refuse with the list when anything else would be
+    overwritten or removed. Returns notes for the instructor."""
+    if dest.exists() and not dest.is_dir():
+        raise WouldOverwrite([f"{dest} is a file, not a folder"])
+    old = manifest(dest) if dest.exists() else {}
+    legacy = old == {} and (dest / MARKER).is_file()
+    new = _files(built)
+    problems = []
+    if old is None and ((dest / MARKER).exists() or (dest / MARKER).is_symlink()):
+        problems.append(f"{MARKER}: not a student release's marker")
+    for rel in new:
+        problem = _overwrite_problem(dest, rel, old)
+        if problem:
+            problems.append(f"{rel}: {problem}")
+    stale = [rel for rel in (old or {}) if rel not in new and (dest / rel).is_file()]
+    for rel in stale:
+        if (dest / rel).is_symlink() or _digest(dest / rel) != (old or {})[rel]:
+            problems.append(f"{rel}: changed since the last release, which this one would remove")
+    if problems:
+        raise WouldOverwrite(
+            [f"{dest} holds files that are not the last release's as it wrote them:"]
+            + problems
+            + ["move them away (or back to what the release wrote), or choose another --dest"]
+        )
+    for rel in stale:
+        (dest / rel).unlink()
+        _prune(dest, (dest / rel).parent)
     dest.mkdir(parents=True, exist_ok=True)
-    for path in built.iterdir():
-        shutil.move(str(path), dest / path.name)
+    for rel in [*new, MARKER]:
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(built / rel, target)
+    if legacy:
+        return [
+            f"{dest} was released before releases listed their files: files of that release "
+            "that this one does not write were left in place (see `git status` there)"
+        ]
+    return []
+
+
+def _overwrite_problem(dest: Path, rel: str, old: dict[str, str] | None) -> str:
+    """Why writing `rel` into `dest` would lose something of the instructor's ("" if nothing)."""
+    target = dest / rel
+    for parent in target.relative_to(dest).parents:
+        folder = dest / parent
+        if folder != dest and (folder.is_symlink() or (folder.exists() and not folder.is_dir())):
+            return f"{parent.as_posix()} is not a folder the release can write into"
+    if not target.exists() and not target.is_symlink():
+        return ""
+    if target.is_symlink() or not target.is_file():
+        return "not a file the release wrote"
+    if old is None or (old and rel not in old):
+        return "not written by a student release"
+    if old and _digest(target) != old[rel]:
+        return "changed since the last release"
+    return ""
+
+
+def _prune(dest: Path, folder: Path) -> None:
+    """Remove `folder` and its parents below `dest` while they are empty."""
+    while folder != dest and folder.is_dir() and not any(folder.iterdir()):
+        folder.rmdir()
+        folder = folder.parent
 
 
 def make_zip(dest: Path) -> Path:
-    """DEST.zip beside DEST, without .git (for a learning platform's file area)."""
+    """DEST.zip beside DEST: the files the release wrote, nothing else of DEST (no .git, none
+    of the instructor's own files), for a learning platform's file area."""
     target = dest.with_name(dest.name + ".zip")
+    files = sorted([*(manifest(dest) or {}), MARKER])
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as zf:
-        for path in sorted(dest.rglob("*")):
-            rel = path.relative_to(dest)
-            if path.is_file() and rel.parts[0] != ".git":
-                zf.write(path, Path(dest.name) / rel)
+        for rel in files:
+            if (dest / rel).is_file():
+                zf.write(dest / rel, Path(dest.name) / rel)
     return target
 
 
@@ -286,7 +373,7 @@ def build(
         found = [str(leak) for leak in leaks.scan_tree(built, scanner(graded))]
         if p.refused or found:
             raise ReleaseRefused(p.refused + found)
-        _replace(dest, built)
+        p.notes = _install(dest, built)
     return p
 
 
@@ -356,12 +443,19 @@ def main(argv: list[str] | None = None) -> int:
     try:
         p = build(assignments, graded, args.dest, repo, args.release_dir)
     except ReleaseRefused as refused:
-        print("student release refused: it would give answers away", file=sys.stderr)
+        why = (
+            "it would overwrite or remove files it did not write"
+            if isinstance(refused, WouldOverwrite)
+            else "it would give answers away"
+        )
+        print(f"student release refused: {why}", file=sys.stderr)
         for line in refused.lines:
             print(f"  {line}", file=sys.stderr)
         return 1
     dest = args.dest.resolve()
     print(f"student release: {len(p.notebooks)} notebooks, {len(p.helpers)} helper files -> {dest}")
+    for note in p.notes:
+        print(f"note: {note}", file=sys.stderr)
     if args.zip:
         print(f"zip: {make_zip(dest)}")
     if problem:

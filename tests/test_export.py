@@ -9,12 +9,16 @@ The platforms' column rules, as their import code and documentation state them:
   to a user field (username, ID number or email) and may not be empty in any row (an unknown
   or empty user aborts the whole import); a grade is a number, or empty / "-" for no grade;
   lines with a single field are skipped.
+Neither reads a blank as "keep": Canvas removes a score where the file has a blank, Moodle
+clears an existing grade (and stores 0 in a grade item the import creates). The export writes
+one file per notebook and leaves out the students whose grade for it is not known.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -111,35 +115,56 @@ def test_final_grades_have_autograded_and_manual_side_by_side(out: Path) -> None
     assert nb01["ada"]["hand_grading"] == "none" and nb01["bob"]["status"] == "missing"
 
 
-@pytest.mark.parametrize("id_column", export.CANVAS_IDS)
-def test_canvas_import_file_follows_canvas_column_rules(out: Path, id_column: str) -> None:
-    text, warnings = export.platform_csv(finals(out), export.Platform("canvas", id_column))
-    assert canvas_problems(text, id_column) == []
+def notebook_file(text: str) -> dict[str, str]:
+    """A one-notebook import file: platform id (last id column for Canvas) -> grade."""
     rows = _rows(text)
-    assert rows[0][5:] == [nb.removesuffix(".ipynb") for nb in NOTEBOOKS]
-    maxima = {f.notebook: f.max_score for f in finals(out)}
-    assert [float(x) for x in rows[1][5:]] == [maxima[nb] for nb in NOTEBOOKS]
-    by_id = {r[rows[0].index(id_column)]: r for r in rows[2:]}
-    assert set(by_id) == set(CLASS)
-    others = [c for c in export.CANVAS_IDS if c != id_column]
-    assert all(r[rows[0].index(c)] == "" for r in rows[2:] for c in others)
-    assert by_id["ada"][6] == "", "02 waits for hand grading: left blank"
-    assert by_id["bob"][5] == "", "01 not handed in: blank unless --missing-zero"
-    assert any("ada" in w and "hand grading" in w for w in warnings)
+    if rows[0][: len(export.CANVAS_FIXED)] == list(export.CANVAS_FIXED):
+        filled = [c for c in export.CANVAS_IDS if any(r[rows[0].index(c)] for r in rows[2:])]
+        column = rows[0].index(filled[0]) if filled else 1
+        return {r[column]: r[-1] for r in rows[2:]}
+    return {r[0]: r[1] for r in rows[1:]}
+
+
+@pytest.mark.parametrize("id_column", export.CANVAS_IDS)
+def test_canvas_import_files_follow_canvas_column_rules(out: Path, id_column: str) -> None:
+    result = export.platform_files(finals(out), export.Platform("canvas", id_column))
+    assert set(result.files) == {nb.removesuffix(".ipynb") for nb in NOTEBOOKS}
+    maxima = {Path(f.notebook).stem: f.max_score for f in finals(out)}
+    for notebook, text in result.files.items():
+        assert canvas_problems(text, id_column) == []
+        rows = _rows(text)
+        assert rows[0][5:] == [notebook] and float(rows[1][5]) == maxima[notebook]
+        others = [c for c in export.CANVAS_IDS if c != id_column]
+        assert all(r[rows[0].index(c)] == "" for r in rows[2:] for c in others)
+
+
+def test_no_platform_file_holds_a_blank_a_grade_not_known_is_left_out(out: Path) -> None:
+    """Canvas removes a score where the file has a blank, Moodle clears it (or stores 0 in a
+    new grade item): a student whose grade is not final is not in that notebook's file."""
+    for kind, column in (("canvas", "SIS Login ID"), ("moodle", "username")):
+        result = export.platform_files(finals(out), export.Platform(kind, column))
+        grades = {nb: notebook_file(text) for nb, text in result.files.items()}
+        nb01, nb02 = (nb.removesuffix(".ipynb") for nb in NOTEBOOKS)
+        assert all(v != "" and v.strip() != "-" for g in grades.values() for v in g.values())
+        assert "ada" not in grades[nb02], "02 waits for hand grading: left out, not blank"
+        assert "bob" not in grades[nb01], "01 not handed in: left out unless --missing-zero"
+        assert set(grades[nb01]) == {"ada", "cy"} and set(grades[nb02]) == {"bob"}
+        waiting = [f"{s} (hand grading not done)" for s in ("ada", "cy")]
+        assert result.left_out[nb02] == waiting
+        assert result.left_out[nb01] == ["bob (not handed in)"]
 
 
 def test_partial_and_missing_zero(out: Path) -> None:
     p = export.Platform("canvas", "SIS Login ID", partial=True, missing_zero=True)
-    text, _ = export.platform_csv(finals(out), p)
-    assert canvas_problems(text, "SIS Login ID") == []
-    by_id = {r[3]: r for r in _rows(text)[2:]}
+    files = export.platform_files(finals(out), p).files
     ada = {f.notebook: f for f in finals(out) if f.student == "ada"}
-    assert float(by_id["ada"][6]) == ada[NOTEBOOKS[1]].autograded
-    assert by_id["bob"][5] == "0"
+    nb01, nb02 = (nb.removesuffix(".ipynb") for nb in NOTEBOOKS)
+    assert float(notebook_file(files[nb02])["ada"]) == ada[NOTEBOOKS[1]].autograded
+    assert notebook_file(files[nb01])["bob"] == "0"
 
 
 @pytest.mark.parametrize("id_column", list(export.MOODLE_IDS))
-def test_moodle_import_file_follows_moodle_column_rules(
+def test_moodle_import_files_follow_moodle_column_rules(
     out: Path, tmp_path: Path, id_column: str
 ) -> None:
     roster = tmp_path / "roster.csv"
@@ -151,15 +176,30 @@ def test_moodle_import_file_follows_moodle_column_rules(
     )
     source = {"username": "username", "idnumber": "idnumber", "email": "email"}[id_column]
     p = export.Platform("moodle", id_column, export.read_roster(roster), id_from=source)
-    text, warnings = export.platform_csv(finals(out), p)
-    assert moodle_problems(text) == []
-    rows = _rows(text)
-    assert rows[0] == [
-        export.MOODLE_IDS[id_column],
-        *(nb.removesuffix(".ipynb") for nb in NOTEBOOKS),
-    ]
+    result = export.platform_files(finals(out), p)
+    nb01 = NOTEBOOKS[0].removesuffix(".ipynb")
+    for notebook, text in result.files.items():
+        assert moodle_problems(text) == []
+        assert _rows(text)[0] == [export.MOODLE_IDS[id_column], notebook]
     expected = {"username": "ada.x", "idnumber": "1000", "email": "ada@uni.example"}[id_column]
-    assert expected in {r[0] for r in rows[1:]}
+    assert expected in notebook_file(result.files[nb01])
+
+
+def test_moodle_grades_fit_the_grade_item_maximum_or_are_percentages(out: Path) -> None:
+    """A grade item the import creates has a maximum of 100 and Moodle refuses a grade above
+    it: points need the item's maximum set to the notebook's, percentages fit 100."""
+    fs = {(f.student, Path(f.notebook).stem): f for f in finals(out)}
+    points = export.platform_files(finals(out), export.Platform("moodle", "username"))
+    percent = export.platform_files(
+        finals(out), export.Platform("moodle", "username", percent=True)
+    )
+    for notebook, text in percent.files.items():
+        for student, value in notebook_file(text).items():
+            f = fs[student, notebook]
+            assert float(value) == pytest.approx(100 * f.score / f.max_score, abs=0.01)
+            assert 0 <= float(value) <= 100
+            assert float(notebook_file(points.files[notebook])[student]) == f.score
+    assert points.maxima == {nb: fs["ada", nb].max_score for nb in points.maxima}
 
 
 def test_students_missing_from_the_roster_or_with_formula_ids_are_left_out(
@@ -168,16 +208,48 @@ def test_students_missing_from_the_roster_or_with_formula_ids_are_left_out(
     roster = tmp_path / "roster.csv"
     roster.write_text("student,login\nada,=cmd|' /C calc'!A0\nbob,bob1\n")
     p = export.Platform("moodle", "username", export.read_roster(roster), id_from="login")
-    text, warnings = export.platform_csv(finals(out), p)
-    assert moodle_problems(text) == []
-    assert [r[0] for r in _rows(text)[1:]] == ["bob1"]
-    assert any(w.startswith("cy:") and "roster" in w for w in warnings)
-    assert any(w.startswith("ada:") and "formula" in w for w in warnings)
+    result = export.platform_files(finals(out), p)
+    ids = {pid for text in result.files.values() for pid in notebook_file(text)}
+    assert ids == {"bob1"}
+    assert any(w.startswith("cy:") and "roster" in w for w in result.warnings)
+    assert any(w.startswith("ada:") and "formula" in w for w in result.warnings)
 
 
-def test_cli_writes_the_platform_file_and_checks_the_id_column(out: Path, capsys) -> None:
+def test_roster_ids_are_compared_in_unicode_nfc_and_shared_ids_are_left_out(
+    out: Path, tmp_path: Path
+) -> None:
+    """A folder named on macOS (NFD) is the roster's name (NFC); a roster that gives two
+    students one login (case ignored, as Moodle's user names) leaves both out."""
+    nfd = unicodedata.normalize("NFD", "Zoé")
+    roster = tmp_path / "roster.csv"
+    roster.write_text("student,login\nZoé,zoe\nADA,ada1\nbob,Ada1\n", encoding="utf-8")
+    matched, notes = export.match_roster(export.read_roster(roster), [nfd, "ada", "bob"])
+    assert matched[nfd]["login"] == "zoe" and matched["ada"]["login"] == "ada1"
+    assert notes == ["ada: matched the roster's 'ADA' ignoring case"]
+    p = export.Platform("moodle", "username", matched, id_from="login")
+    result = export.platform_files(finals(out), p)
+    ids = {pid for text in result.files.values() for pid in notebook_file(text)}
+    assert not ids & {"ada1", "Ada1"}
+    assert any("one username for several students" in w for w in result.warnings)
+
+
+def test_cli_writes_one_file_per_notebook_and_says_what_to_set(
+    out: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert export.main([str(out), "--format", "moodle", "--id-column", "SIS Login ID"]) == 2
     assert "--id-column" in capsys.readouterr().err
+    assert export.main([str(out), "--format", "canvas", "--percent"]) == 2
+    assert export.main([str(out), "--format", "moodle"]) == 0
+    said = capsys.readouterr()
+    nb01 = NOTEBOOKS[0].removesuffix(".ipynb")
+    maximum = next(f.max_score for f in finals(out) if f.notebook == NOTEBOOKS[0])
+    assert f"moodle/{nb01}.csv: 2 students" in said.out
+    assert f"needs a maximum grade of {maximum:g}" in said.out
+    assert "left out, the platform keeps what it has: bob (not handed in)" in said.err
+    assert (
+        not (out / "moodle.csv").exists()
+        and moodle_problems((out / "moodle" / f"{nb01}.csv").read_text()) == []
+    )
     assert export.main([str(out), "--format", "canvas", "--id-column", "ID"]) == 0
-    assert canvas_problems((out / "canvas.csv").read_text(), "ID") == []
+    assert canvas_problems((out / "canvas" / f"{nb01}.csv").read_text(), "ID") == []
     assert export.main([str(out / "nowhere")]) == 2

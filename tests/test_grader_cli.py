@@ -236,6 +236,50 @@ def test_outputs_from_states(tmp_path: Path) -> None:
     gradebook(out, masters, gid)
 
 
+def test_refresh_brings_hand_grading_into_the_class_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Points that replace an autograded cell's and a comment, saved in the gradebook as
+    formgrader saves them, reach grades.csv, cells.csv, the report and the page with `refresh`."""
+    from autograder.contract import ASSIGNMENT, test_cell_id
+    from autograder.feedback import summary_page
+    from autograder.gradebook import open_gradebook
+    from autograder.outdir import feedback_path
+    from autograder.state import atomic_write
+
+    klass, out, masters, subs = write_class(tmp_path)
+    keys = keys_of(subs, masters)
+    store = StateStore(out)
+    ann = graded("ann", FIRST, keys["ann", FIRST], "ok", {})
+    store.save(ann)
+    store.save(graded("ben", FIRST, keys["ben", FIRST], "ok", {}))
+    atomic_write(feedback_path(out, "ann", FIRST), summary_page(ann))  # as a worker leaves it
+    write_outputs(out, collect(subs, masters, store, keys), masters)
+    gid, points = next(iter(masters[FIRST].graded.items()))
+    with open_gradebook(f"sqlite:///{out / 'gradebook.db'}") as gb:
+        grade = gb.find_grade(test_cell_id(gid), FIRST[:-6], ASSIGNMENT, "ann")
+        grade.manual_score, grade.needs_manual_grade = points - 1, False
+        gb.find_comment(gid, FIRST[:-6], ASSIGNMENT, "ann").manual_comment = "=1+1 off by one"
+        gb.db.commit()
+    capsys.readouterr()
+    assert main(["refresh", str(out)]) == 0
+    assert "hand grading of 1 notebook; 1 feedback page changed" in capsys.readouterr().out
+    by = {(r["student"], r["notebook"]): r for r in read_csv(out / "grades.csv")}
+    assert float(by["ann", FIRST]["score"]) == sum(masters[FIRST].graded.values()) - 1
+    assert float(by["ben", FIRST]["score"]) == sum(masters[FIRST].graded.values())
+    cell = next(r for r in read_csv(out / "cells.csv") if r["student"] == "ann")
+    assert (cell["grade_id"], cell["state"], cell["comment"]) == (
+        gid,
+        "by hand",
+        "'=1+1 off by one",
+    )
+    page = " ".join(re.sub(r"<[^>]+>", " ", feedback_path(out, "ann", FIRST).read_text()).split())
+    assert f"graded by your instructor · the grader gave {points:g} / {points:g}" in page
+    assert "=1+1 off by one" in page and f"{points - 1:g} / {points:g}" in page
+    assert main(["refresh", str(tmp_path / "nothing")]) == 2
+    assert "holds no class graded by this grader" in capsys.readouterr().err
+
+
 def gradebook(out: Path, masters: dict, gid: str) -> None:
     from nbgrader.api import Gradebook
 

@@ -24,13 +24,14 @@ def code_answers(notebook: str) -> dict[str, str]:
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS)
 def test_release_stubs_are_what_nbgrader_writes(notebook: str) -> None:
-    from nbgrader.preprocessors import ClearSolutions
     from traitlets.config import Config
 
     from autograder.nbgrader_settings import configure
+    from autograder.nbgrader_stubs import CourseClearSolutions
 
     master = hostile.master(notebook)
-    cleared, _ = ClearSolutions(config=configure(Config())).preprocess(copy.deepcopy(master), {})
+    clear = CourseClearSolutions(config=configure(Config()))
+    cleared, _ = clear.preprocess(copy.deepcopy(master), {})
     expected = {grade_id(c): c.source for c in cleared.cells if is_answer(c)}
     assert release_stubs(master) == expected
 

@@ -38,7 +38,7 @@ from autograder.gradebook import autograded_path, manual_cells, write_gradebook
 from autograder.notebook_io import answer_cells, grade_id, nbgrader_meta, read, solution_answers
 from autograder.paths import ROOT, SOLUTIONS
 from tests.browser import graded_class as real
-from tests.browser.graded_class import NB01, NB02, PARTIAL, WRONG
+from tests.browser.graded_class import COPY, NB01, NB02, PARTIAL, STRIPPED, WRONG
 
 NOTEBOOKS = ("01_uniform_averaging.ipynb", "02_queries_and_keys.ipynb")
 WRITTEN = "why-not-T"  # 02's hand-graded written answer
@@ -322,10 +322,11 @@ def test_a_graded_class_through_formgrader_to_export_and_a_regrade(
         "unanswered",
     )
     assert final[WRONG, NB01]["status"] == "ok" and float(final[WRONG, NB01]["autograded"]) > 0
-    canvas = list(csv.reader(io.StringIO((out / "canvas.csv").read_text())))
-    column, by_login = canvas[0].index(NB02[:-6]), {r[3]: r for r in canvas[2:]}
-    assert float(by_login[WRONG][column]) == float(wrong["score"]) == finals[WRONG].autograded + 1
-    assert by_login[PARTIAL][column] == "0", "an unanswered notebook is a 0, not left blank"
+    canvas = list(csv.reader(io.StringIO((out / "canvas" / f"{NB02[:-6]}.csv").read_text())))
+    by_login = {r[3]: r[5] for r in canvas[2:]}
+    assert float(by_login[WRONG]) == float(wrong["score"]) == finals[WRONG].autograded + 1
+    assert by_login[PARTIAL] == "0", "an unanswered notebook is a 0, not left out"
+    assert STRIPPED not in by_login, "its written answer waits: left out, the platform keeps its"
 
 
 # ---- the real thing: `make lab OUT=...`, formgrader's pages and API over HTTP ------------------
@@ -469,7 +470,124 @@ def test_make_lab_formgrader_hand_grading_to_export(make_lab: Lab, out: Path) ->
     assert (float(ada["autograded"]), float(ada["manual"])) == (auto, 1.0)
     assert ada["hand_grading"] == "done" and float(ada["score"]) == auto + 1
     assert rows[("cy", NOTEBOOKS[1])]["hand_grading"] == f"waiting: {WRITTEN}"
-    canvas = list(csv.reader(io.StringIO((out / "canvas.csv").read_text())))
-    column = canvas[0].index(NOTEBOOKS[1][:-6])
-    by_login = {r[3]: r for r in canvas[2:]}
-    assert float(by_login["ada"][column]) == auto + 1 and by_login["cy"][column] == ""
+    canvas = (out / "canvas" / f"{NOTEBOOKS[1][:-6]}.csv").read_text()
+    by_login = {r[3]: r[5] for r in list(csv.reader(io.StringIO(canvas)))[2:]}
+    assert float(by_login["ada"]) == auto + 1 and "cy" not in by_login, "cy still waits"
+
+
+# ---- what a real class shows: the file graded, written answers recovered, hand grades back ----
+
+
+@pytest.fixture
+def real_out(tmp_path: Path) -> Path:
+    out = tmp_path / "out"
+    shutil.copytree(real.graded_class().out, out, symlinks=True)
+    return out
+
+
+def _page(out: Path, student: str, notebook: str = NB02) -> str:
+    text = (out / "feedback" / student / f"{notebook[:-6]}.html").read_text(encoding="utf-8")
+    return " ".join(re.sub(r"<[^>]+>", " ", text).split())
+
+
+def _cells(out: Path) -> dict[tuple[str, str, str], dict[str, str]]:
+    rows = csv.DictReader(io.StringIO((out / "cells.csv").read_text()))
+    return {(r["student"], r["notebook"], r["grade_id"]): r for r in rows}
+
+
+def test_of_two_files_for_one_notebook_the_graded_one_is_named_everywhere(real_out: Path) -> None:
+    """WRONG's folder holds the finished 02 and Colab's newer `Copy of ...` of the release: the
+    finished one is graded, and the page, grades.csv and the report say which was left out."""
+    row = _csv_rows(real_out / "grades.csv")[WRONG, NB02]
+    assert row["note"] == f"graded {NB02}; left out {COPY}"
+    assert float(row["score"]) == float(row["max_score"]) - float(row["manual_max"]) > 0
+    page = _page(real_out, WRONG)
+    n = len(answer_cells(masters()[NB02].nb))
+    assert f"2 files could be {NB02}: graded {NB02} ({n} of {n} answers filled in)" in page
+    assert f"left out {COPY} (0 of {n} answers filled in)" in page
+    report = (real_out / "report.html").read_text()
+    assert "Several files for one notebook" in report and f"<code>{COPY}</code>" in report
+
+
+def test_a_written_answer_without_its_metadata_waits_for_hand_grading(
+    real_out: Path, course: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _csv_rows(real_out / "grades.csv")[STRIPPED, NB02]["manual_state"] == "waiting"
+    assert _cells(real_out)[STRIPPED, NB02, WRITTEN]["state"] == "waiting"
+    assert f"{WRITTEN}: the written answer was found after its question" in _page(
+        real_out, STRIPPED
+    )
+    capsys.readouterr()
+    assert formgrade.main([str(real_out)]) == 0  # what `make lab OUT=...` runs and prints
+    said = capsys.readouterr().out
+    assert "2 written answers waiting) is under Nbgrader → Formgrader → Manual Grading" in said
+    submissions = {s["student"]: s for s in formgrader_api(course).get_submissions(ASSIGNMENT)}
+    assert submissions[STRIPPED]["needs_manual_grade"], "formgrader offers it"
+    final = by_student(export.collect(real_out), NB02)[STRIPPED]
+    assert final.waiting == [WRITTEN] and final.hand_grading == f"waiting: {WRITTEN}"
+
+
+def _hand_grade(out: Path, student: str, cell: str, **values: object) -> None:
+    """What formgrader saves: a score (the grade then no longer waits), a comment, extra credit."""
+    from autograder.gradebook import open_gradebook
+
+    with open_gradebook(f"sqlite:///{out / 'gradebook.db'}") as gb:
+        grade = gb.find_grade(cell, NB02[:-6], ASSIGNMENT, student)
+        if "score" in values:
+            grade.manual_score, grade.needs_manual_grade = values["score"], False
+        grade.extra_credit = values.get("extra", grade.extra_credit)
+        if "comment" in values:
+            answer = cell.removeprefix("test-")
+            gb.find_comment(answer, NB02[:-6], ASSIGNMENT, student).manual_comment = values[
+                "comment"
+            ]
+        gb.db.commit()
+
+
+@pytest.mark.slow
+def test_hand_grades_flow_back_to_every_file_of_the_class(
+    real_out: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Hand grading in the gradebook, then `refresh`, the next `grade` run with the same OUT,
+    and `export`: grades.csv, cells.csv, the report and the pages show points and comments."""
+    from autograder.cli import main
+
+    before = _csv_rows(real_out / "grades.csv")[WRONG, NB02]
+    _hand_grade(real_out, WRONG, WRITTEN, score=0.5, comment="Say why the matrices\nare shared.")
+    _hand_grade(real_out, STRIPPED, "test-affinities", extra=1.0, comment="Neat broadcasting.")
+    capsys.readouterr()
+    assert main(["refresh", str(real_out)]) == 0
+    assert "2 notebooks; 2 feedback pages changed; 1 written answer still waiting" in (
+        capsys.readouterr().out
+    )
+
+    def check(out: Path) -> None:
+        rows = _csv_rows(out / "grades.csv")
+        wrong, stripped = rows[WRONG, NB02], rows[STRIPPED, NB02]
+        assert wrong["status"] == "ok", (wrong, (out / "grader.log").read_text()[-3000:])
+        assert float(wrong["score"]) == float(before["score"]) + 0.5
+        assert wrong["manual_state"] == "" and stripped["manual_state"] == "waiting"
+        assert float(stripped["score"]) == float(before["score"]) + 1, "the extra credit counts"
+        cell = _cells(out)[WRONG, NB02, WRITTEN]
+        assert (cell["score"], cell["state"]) == ("0.5", "by hand")
+        assert cell["comment"] == "Say why the matrices\nare shared."
+        page = _page(out, WRONG)
+        assert f"Score: {float(wrong['score']):g} / {float(wrong['max_score']):g}" in page
+        assert "graded by your instructor" in page and "Say why the matrices are shared." in page
+        assert "waiting for your instructor" not in page
+        assert "Extra credit from your instructor: +1" in _page(out, STRIPPED)
+        assert "Neat broadcasting." in _page(out, STRIPPED)
+        assert "jp-Notebook" in (out / "feedback" / WRONG / f"{NB02[:-6]}.html").read_text(), (
+            "the notebook under the summary is kept"
+        )
+        assert f">{float(wrong['score']):g}/{float(wrong['max_score']):g}<" in (
+            (out / "report.html").read_text()
+        )
+
+    check(real_out)
+    argv = ["grade", str(real.graded_class().submissions), "--out", str(real_out), "--no-jail"]
+    assert main([*argv, "--notebooks", "01,02", "--quiet"]) == 0  # every notebook resumed
+    check(real_out)
+    _hand_grade(real_out, WRONG, WRITTEN, comment="Good: say why they are shared.")
+    assert export.main([str(real_out)]) == 0
+    assert "Good: say why they are shared." in _page(real_out, WRONG)

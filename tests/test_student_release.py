@@ -11,11 +11,13 @@ kind of secret, and a release that would give answers away is refused without wr
 from __future__ import annotations
 
 import ast
+import hashlib
 import json
 import shutil
 import subprocess
 import sys
 import textwrap
+import zipfile
 from pathlib import Path
 
 import nbformat
@@ -28,6 +30,7 @@ from autograder.contract import CONTRACT
 from autograder.notebook_io import is_answer, is_setup, source
 from autograder.paths import ROOT, SOLUTIONS
 from autograder.release import release_into
+from autograder.stubs import is_named_stub_cell
 
 NBS = list(CONTRACT)
 REPO = colab.CourseRepo("teacher/attention-students", "main")
@@ -119,7 +122,8 @@ def test_answer_cells_are_stubs_and_colab_points_at_the_release(
     for path in sorted((trees[index] / "notebooks").glob("*.ipynb")):
         nb = nbformat.read(str(path), as_version=4)
         for cell in (c for c in nb.cells if is_answer(c) and c.cell_type == "code"):
-            assert "raise NotImplementedError" in source(cell), (path.name, source(cell))
+            named = is_named_stub_cell(source(cell).split("\n"))  # a prediction: NAME = ...
+            assert named or "raise NotImplementedError" in source(cell), (path.name, source(cell))
         urls = [u for c in nb.cells for u in colab.badge_urls(source(c))]
         assert urls == [REPO.badge_url(path.name)], urls
         setup = next(c for c in nb.cells if is_setup(c))
@@ -157,24 +161,62 @@ def test_a_notebook_showing_an_open_answer_is_refused_with_what_and_where(
     assert (dest / "notebooks" / NBS[4]).is_file()
 
 
-def test_dest_that_is_not_a_release_is_left_alone(release_dir: Path, tmp_path: Path) -> None:
-    (tmp_path / "mine.txt").write_text("keep me")
-    with pytest.raises(sr.ReleaseRefused, match="neither empty"):
-        sr.build(NBS[:1], set(), tmp_path, REPO, release_dir)
-    assert [p.name for p in tmp_path.iterdir()] == ["mine.txt"]
+def test_a_release_beside_the_instructors_files_leaves_them_alone(
+    release_dir: Path, tmp_path: Path
+) -> None:
+    dest = tmp_path / "students"
+    (dest / ".venv" / "bin").mkdir(parents=True)
+    (dest / ".venv" / "bin" / "python").write_text("#!/bin/sh\n")
+    (dest / "NOTES.md").write_text("keep me")
+    sr.build(NBS[:1], set(), dest, REPO, release_dir)
+    assert (dest / "NOTES.md").read_text() == "keep me"
+    assert (dest / ".venv" / "bin" / "python").read_text() == "#!/bin/sh\n"
+    listed = sr.manifest(dest)
+    assert f"notebooks/{NBS[0]}" in listed and "README.md" in listed
+    assert not {"NOTES.md", ".venv/bin/python"} & set(listed), "only the release's own files"
+    for rel, digest in listed.items():
+        assert hashlib.sha256((dest / rel).read_bytes()).hexdigest() == digest, rel
 
 
-def test_next_release_replaces_files_and_keeps_git(release_dir: Path, tmp_path: Path) -> None:
+def test_a_release_that_would_overwrite_the_instructors_files_is_refused_with_the_list(
+    release_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dest = tmp_path / "students"
+    dest.mkdir()
+    (dest / "README.md").write_text("my own readme")
+    argv = ["--assignments", "01", "--dest", str(dest), "--release-dir", str(release_dir)]
+    assert sr.main([*argv, "--allow-placeholder"]) == 1
+    err = capsys.readouterr().err
+    assert "refused: it would overwrite or remove files it did not write" in err
+    assert "README.md: not written by a student release" in err
+    assert [p.name for p in dest.iterdir()] == ["README.md"], "nothing was written"
+    assert (dest / "README.md").read_text() == "my own readme"
+
+
+def test_next_release_replaces_only_its_own_files(release_dir: Path, tmp_path: Path) -> None:
     dest = tmp_path / "tree"
     sr.build(NBS[:2], set(NBS[:1]), dest, REPO, release_dir)
     (dest / ".git").mkdir()
     (dest / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
-    (dest / "notebooks" / "stale.ipynb").write_text("{}")
-    sr.build(NBS[:1], set(), dest, REPO, release_dir)
+    (dest / "notebooks" / "scratch.ipynb").write_text("{}")  # the instructor's own
+    (dest / ".venv").mkdir()
+    sr.build(NBS[:1], set(), dest, REPO, release_dir)  # 02 is no longer handed out
     assert (dest / ".git" / "HEAD").read_text() == "ref: refs/heads/main\n"
-    assert [p.name for p in (dest / "notebooks").iterdir()] == [NBS[0]]
+    assert (dest / ".venv").is_dir()
+    assert sorted(p.name for p in (dest / "notebooks").iterdir()) == [NBS[0], "scratch.ipynb"]
     marker = json.loads((dest / sr.MARKER).read_text())
     assert marker["assignments"] == NBS[:1] and marker["repository"] == REPO.repository
+    assert f"notebooks/{NBS[1]}" not in marker["files"]
+    with zipfile.ZipFile(sr.make_zip(dest)) as zf:
+        zipped = {Path(n).relative_to(dest.name).as_posix() for n in zf.namelist()}
+    assert zipped == {*marker["files"], sr.MARKER}, "the zip holds the release, not DEST"
+
+    edited = dest / "notebooks" / NBS[0]
+    edited.write_text(edited.read_text() + "\n")  # the instructor touched up the notebook
+    with pytest.raises(sr.WouldOverwrite) as refused:
+        sr.build(NBS[:2], set(NBS[:1]), dest, REPO, release_dir)
+    assert f"notebooks/{NBS[0]}: changed since the last release" in refused.value.lines
+    assert edited.read_text().endswith("\n\n") and not (dest / "notebooks" / NBS[1]).exists()
 
 
 # ---- the scanner catches disguised secrets --------------------------------------------------

@@ -4,9 +4,12 @@ real OUT: the feedback pages and the report (in Chromium), and hand grading thro
 Notebook 01: `student-wrong` makes the `loop-exclusive` mistake (the solution's
 `x[b, : t + 1]` turned into `x[b, :t]`), `student-partial` answered only the first cell (the
 others still hold the stub). Notebook 02: `student-wrong` hands in every answer, the written
-one included (it waits for hand grading), `student-partial` the release untouched
-(`unanswered`). Graded with --no-jail: the pages and the gradebook are under test here; the
-hostile corpus runs jailed. Readers must not change OUT: copy it first.
+one included (it waits for hand grading), and beside it Colab's `Copy of ...` of the untouched
+release (left out: the finished file is graded); `student-partial` the release untouched
+(`unanswered`); `student-stripped` (02 only) every answer, the notebook's metadata stripped
+(its written answer is found where it stands and waits too). Graded with --no-jail: the pages
+and the gradebook are under test here; the hostile corpus runs jailed. Readers must not change
+OUT: copy it first.
 """
 
 from __future__ import annotations
@@ -22,12 +25,13 @@ from pathlib import Path
 
 import nbformat
 
-from autograder.examples import correct, release, solutions
+from autograder.examples import correct, release, solutions, strip_metadata
 from autograder.notebook_io import answer_cells, grade_id
 from autograder.paths import NOTEBOOKS, ROOT
 
 NB01, NB02 = "01_uniform_averaging.ipynb", "02_queries_and_keys.ipynb"
-WRONG, PARTIAL = "student-wrong", "student-partial"
+WRONG, PARTIAL, STRIPPED = "student-wrong", "student-partial", "student-stripped"
+COPY = f"Copy of {NB02}"  # the untouched release beside WRONG's finished 02
 MISTAKE = "loop-exclusive"
 
 
@@ -65,11 +69,13 @@ def _write(submissions: Path) -> None:
     handed = {
         WRONG: {NB01: submission({**solved, "average-loop": wrong_loop}), NB02: correct(NB02)},
         PARTIAL: {NB01: submission({first: solved[first]}), NB02: release(NB02)},
+        STRIPPED: {NB02: strip_metadata(correct(NB02))},
     }
     for student, files in handed.items():
         (submissions / student).mkdir(parents=True)
         for name, nb in files.items():
             nbformat.write(nb, str(submissions / student / name))
+    nbformat.write(release(NB02), str(submissions / WRONG / COPY))  # the newer file, unanswered
 
 
 @functools.cache
