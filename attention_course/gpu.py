@@ -1,4 +1,4 @@
-"""The GPU, or one line saying how to get one (never a traceback in a student's face)."""
+"""A cell that needs a GPU says so in one line, never with a traceback in a student's face."""
 
 from __future__ import annotations
 
@@ -8,18 +8,19 @@ from attention_course.errors import CourseError
 
 
 class NoGPU(CourseError):
-    """No CUDA or Apple-silicon GPU is visible to this kernel."""
+    """The device a notebook chose is not a GPU."""
 
 
-def require_gpu() -> torch.device:
-    """cuda if available, else mps, else a NoGPU error that says what to do."""
-    if torch.cuda.is_available():
-        return torch.device("cuda")
-    mps = getattr(torch.backends, "mps", None)
-    if mps is not None and mps.is_available():
-        return torch.device("mps")
+def require_gpu(device: torch.device | str) -> torch.device:
+    """`device` when it is a GPU (cuda or mps); else a NoGPU error that says what to do.
+
+    It finds nothing itself: pass the device the notebook chose, e.g. `require_gpu(device)`.
+    """
+    chosen = torch.device(device)
+    if chosen.type in ("cuda", "mps"):
+        return chosen
     raise NoGPU(
-        "This cell needs a GPU and none is visible. In Colab choose Runtime > Change runtime "
-        "type > a GPU, then run the notebook again; elsewhere skip this cell, the rest runs "
-        "on the CPU."
+        f"This cell needs a GPU and the notebook's device is {chosen}. In Colab choose Runtime > "
+        "Change runtime type > a GPU, then run the notebook again; elsewhere skip this cell, "
+        "the rest runs on the CPU."
     )

@@ -133,3 +133,65 @@ def attention_diagram(ax: plt.Axes | None = None, scaled: bool = False) -> plt.A
     ax.set_ylim(-0.15, 2.05)
     ax.axis("off")
     return ax
+
+
+def token_graph(
+    wei: torch.Tensor,
+    tokens: Sequence[str] | None = None,
+    row: int | None = None,
+    ax: plt.Axes | None = None,
+    title: str = "",
+) -> plt.Axes:
+    """One (T,T) weight matrix as the lecture's directed graph: positions are nodes, and an
+    arrow from s to t is as wide as wei[t, s], the share of position s in t's output.
+
+    Arrows run left to right (a token only hears its past); a token's weight on itself is the
+    ring above its node. `row`: draw the arrows into that position dark and the others faint.
+    """
+    from matplotlib.patches import Arc, Circle, FancyArrowPatch
+
+    w = wei.detach().float().cpu()
+    if w.dim() != 2 or w.shape[0] != w.shape[1]:
+        raise ValueError(f"token_graph expects a (T,T) matrix, got shape {tuple(w.shape)}")
+    T = w.shape[0]
+    if ax is None:
+        _, ax = plt.subplots(figsize=(min(1.2 * T + 1, 10), 3.4))
+    cmap = plt.get_cmap("viridis")
+    for t in range(T):
+        for s in range(t + 1):
+            weight = float(w[t, s])
+            if not weight > 0.01:  # also skips nan
+                continue
+            faint = row is not None and t != row
+            colour = "lightgrey" if faint else cmap(0.9 * (1 - weight))
+            width = 0.5 + 7 * weight
+            if s == t:  # the ring above the node: the token's weight on itself
+                ax.add_patch(
+                    Arc((t, 0.32), 0.42, 0.5, theta1=-60, theta2=240, lw=width, color=colour)
+                )
+                continue
+            arrow = FancyArrowPatch(
+                (s, 0.12),
+                (t, 0.12),
+                connectionstyle=f"arc3,rad=-{0.25 + 0.03 * (t - s)}",
+                arrowstyle="-|>",
+                mutation_scale=10 + 6 * weight,
+                lw=width,
+                color=colour,
+                zorder=1 if faint else 2,
+            )
+            ax.add_patch(arrow)
+    for t in range(T):
+        ax.add_patch(Circle((t, 0), 0.16, fc="white", ec="black", lw=1.2, zorder=3))
+        ax.text(t, 0, str(t), ha="center", va="center", fontsize=9, zorder=4)
+        if tokens is not None:
+            ax.text(t, -0.32, repr(tokens[t])[1:-1], ha="center", va="top", fontsize=10)
+    key = "arrow s -> t: its width and colour show wei[t, s]; ring: a token's weight on itself"
+    ax.text((T - 1) / 2, -0.55 if tokens is None else -0.75, key, ha="center", va="top", fontsize=9)
+    ax.set_xlim(-0.6, T - 0.4)
+    ax.set_ylim(-0.75 if tokens is None else -0.95, 0.55 + 0.16 * T)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    if title:
+        ax.set_title(title, fontsize=10)
+    return ax

@@ -31,8 +31,17 @@ def configure(c: Any, course_dir: Path = COURSE_DIR) -> Any:
     return c
 
 
+def configure_release(c: Any) -> Any:
+    """`c` with the course's release step: prediction cells keep their named stubs
+    (`autograder.stubs`). Imports nbgrader, unlike `configure`."""
+    from autograder.nbgrader_stubs import generate_preprocessors
+
+    c.GenerateAssignment.preprocessors = generate_preprocessors()
+    return c
+
+
 def configure_instructor(c: Any) -> Any:
     """The instructor's lab: the course directory, and the graded class formgrader shows."""
     from autograder import formgrade
 
-    return formgrade.apply(configure(c, formgrade.course_dir()))
+    return formgrade.apply(configure_release(configure(c, formgrade.course_dir())))

@@ -26,11 +26,11 @@ def nbgrader_api(course_dir: Path):
     from nbgrader.apps import NbGraderAPI
     from traitlets.config import Config
 
-    from autograder.nbgrader_settings import configure
+    from autograder.nbgrader_settings import configure, configure_release
 
     _venv_on_path()
 
-    config = configure(Config())
+    config = configure_release(configure(Config()))
     config.CourseDirectory.root = str(course_dir)
     return NbGraderAPI(config=config)
 

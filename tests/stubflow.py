@@ -1,8 +1,9 @@
 """Did a released notebook fail only because of its unanswered stubs? A data-flow answer.
 
-An error is the stubs' doing when it is NotImplementedError, or when the failing cell reads a
-contract name or a name that an earlier failed cell writes: a path from an unfilled answer to
-the failure. Anything else (a missing module, a bug in a demonstration cell) is a problem.
+An error is the stubs' doing when it is NotImplementedError (or a self-check's NotAnswered,
+"not answered yet"), or when the failing cell reads a contract name or a name that an earlier
+failed cell writes: a path from an unfilled answer to the failure. Anything else (a missing
+module, a bug in a demonstration cell) is a problem.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from autograder.notebook_io import (
 from autograder.paths import SOLUTIONS
 
 MUTATORS = {"append", "extend", "update", "setdefault", "add", "insert", "pop", "clear"}
+# a stub raising, and a self-check saying an answer is still its stub (attention_course.selfcheck)
+STUB_ERRORS = {"NotImplementedError", "NotAnswered"}
 
 
 def _tree(src: str) -> ast.AST:
@@ -106,7 +109,7 @@ def stub_problems(
             elif is_answer(cell):
                 if ename != "NotImplementedError":
                     problems.append(f"answer cell {grade_id(cell)}: {describe(error)}")
-            elif ename != "NotImplementedError" and not read_names(source(cell)) & tainted:
+            elif ename not in STUB_ERRORS and not read_names(source(cell)) & tainted:
                 problems.append(f"cell {i}, not downstream of a stub: {describe(error)}")
         stubs_hit += sum(e["ename"] == "NotImplementedError" for e in cell_errors)
         if cell_errors:

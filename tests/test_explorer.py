@@ -60,28 +60,56 @@ def test_the_right_recipe_is_the_students_function(scores: torch.Tensor) -> None
 
 @pytest.mark.parametrize("correct", [None, stub], ids=["missing", "stub"])
 def test_unanswered_right_recipe_shows_a_note(scores: torch.Tensor, correct) -> None:
-    w, fig = ex.explore(scores, correct=correct, fill="-1e9")
-    texts = [t.get_text() for ax in fig.axes for t in ax.texts]
-    assert w is None
-    assert any("not answered yet" in t for t in texts), texts
-    wrong, fig2 = ex.explore(scores, correct=correct, dim=-2)  # wrong recipes still draw
-    assert wrong is not None and wrong.shape == (T, T)
+    for settings in ({"fill": "-1e9"}, {"dim": -2}):  # the right recipe, and the one built on it
+        w, fig = ex.explore(scores, correct=correct, **settings)
+        texts = [t.get_text() for ax in fig.axes for t in ax.texts]
+        assert w is None
+        assert any("not answered yet" in t for t in texts), texts
+    for settings in ({"fill": "0"}, {"mask_first": False}):  # wrong recipes still draw
+        wrong, _ = ex.explore(scores, correct=correct, **settings)
+        assert wrong is not None and wrong.shape == (T, T)
     plt.close("all")
 
 
 def test_the_explorer_holds_no_right_recipe_of_its_own(scores: torch.Tensor) -> None:
-    """Every setting it computes by itself is one of the mistakes: none is causal and normal."""
+    """Every setting it computes by itself is one of the mistakes: none is causal and normal.
+    The others run the student's function (None while there is none)."""
     for mask_first in (True, False):
         for dim in (-1, -2):
             for fill in ex.FILLS:
                 recipe = ex.Recipe(mask_first, dim, fill)
                 w = ex.attention_weights(scores, recipe, correct=None)
-                if recipe.is_correct:
-                    assert w is None
+                if recipe.uses_yours:
+                    assert w is None, recipe
                     continue
                 rows_normal = torch.allclose(w.sum(-1), torch.ones(T), atol=1e-5)
                 causal = bool((w[FUTURE] == 0).all())
                 assert not (rows_normal and causal), recipe
+
+
+def test_softmax_over_queries_runs_the_students_function_on_turned_scores(
+    scores: torch.Tensor,
+) -> None:
+    calls = []
+
+    def recording(s: torch.Tensor) -> torch.Tensor:
+        calls.append(s)
+        return reference(s)
+
+    w = ex.attention_weights(scores, ex.Recipe(dim=-2), correct=recording)
+    tril = torch.tril(torch.ones(T, T))
+    expected = torch.softmax(scores.masked_fill(tril == 0, float("-inf")), dim=-2)
+    assert len(calls) == 1 and torch.allclose(w, expected, atol=1e-6)
+
+
+def test_panels_that_run_the_students_function_say_so(scores: torch.Tensor) -> None:
+    titles = {}
+    for name, settings in {"right": {}, "axis": {"dim": -2}, "zero": {"fill": "0"}}.items():
+        _, fig = ex.explore(scores, correct=reference, **settings)
+        titles[name] = fig.axes[0].get_title()
+    assert titles["right"].endswith("(yours)")
+    assert titles["axis"].endswith("(from yours)")
+    assert "yours" not in titles["zero"]
 
 
 def test_mask_then_softmax_over_keys_is_causal_and_normalised(scores: torch.Tensor) -> None:
@@ -104,7 +132,10 @@ def test_masking_after_the_softmax_leaves_rows_below_one(scores: torch.Tensor) -
 def test_masking_after_the_softmax_with_inf_poisons_the_rows(scores: torch.Tensor) -> None:
     w = weights(scores, mask_first=False, fill="-inf")
     assert bool(torch.isneginf(w[FUTURE]).all())
-    assert "-inf" in ex.summary(w, 0)
+    for row in range(T - 1):
+        text = ex.summary(w, row)
+        assert "-inf" in text and "sums to" not in text and "future: 0.000" not in text, text
+    assert ex.summary(w, T - 1).startswith(f"row {T - 1} sums to 1.000")
 
 
 def test_fill_zero_leaks_future_weight(scores: torch.Tensor) -> None:
@@ -184,6 +215,23 @@ def test_widget_calls_explore_with_the_controls_values(
     assert len(calls) == 6
 
 
+def test_widget_controls_are_named_and_show_their_choice_without_colour(
+    scores: torch.Tensor,
+) -> None:
+    import ipywidgets as widgets
+
+    panel = ex.explorer(scores, correct=None, row=3)
+    for name, control in panel.controls.items():
+        assert len(control.description) >= 5, f"{name}: no accessible name"
+        if name in ("mask_first", "dim", "fill"):
+            assert isinstance(control, widgets.RadioButtons), "a dot marks the chosen option"
+    assert panel.status.value.startswith("Showing: mask, then softmax")
+    assert "(yours)" in panel.status.value and "not answered yet" in panel.status.value
+    panel.controls["fill"].value = "0"
+    assert "fill 0" in panel.status.value and "weight on the future" in panel.status.value
+    plt.close("all")
+
+
 def test_static_figure_compares_the_recipes(scores: torch.Tensor) -> None:
     fig = ex.comparison_figure(scores, correct=reference, row=3)
     titles = [ax.get_title() for ax in fig.axes]
@@ -193,3 +241,27 @@ def test_static_figure_compares_the_recipes(scores: torch.Tensor) -> None:
     assert len(bar_titles) == len(ex.COMPARISONS)
     assert "row 3 sums to 1.000" in bar_titles[0]
     assert not bar_titles[1].startswith("row 3 sums to 1.000"), "softmax, then mask: below one"
+
+
+def test_static_figure_is_readable_on_a_screen_1024_pixels_wide(scores: torch.Tensor) -> None:
+    import io
+
+    from matplotlib.image import imread
+
+    fig = ex.comparison_figure(scores, correct=reference, row=3)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=100)
+    width = imread(io.BytesIO(buffer.getvalue())).shape[1]
+    assert width <= 1024, f"{width} pixels wide at 100 dpi: it would be shrunk on screen"
+    sizes = [t.get_fontsize() for ax in fig.axes for t in ax.texts + [ax.title, ax.xaxis.label]]
+    assert min(sizes) >= 7, f"text as small as {min(sizes)} pt"
+
+
+def test_a_students_function_that_fails_is_one_line(scores: torch.Tensor) -> None:
+    def broken(s: torch.Tensor) -> torch.Tensor:
+        return s @ torch.ones(3, 3)
+
+    with pytest.raises(CourseError, match="your mask_then_softmax raised RuntimeError"):
+        ex.explore(scores, correct=broken)
+    with pytest.raises(CourseError, match="same shape"):
+        ex.explore(scores, correct=lambda s: s[0])

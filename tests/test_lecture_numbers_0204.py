@@ -60,3 +60,15 @@ def test_04_version_4_cell() -> None:
     assert tuple(out.shape) == (4, 8, 16)
     expected = 0.1574 * v[0, 0] + 0.8426 * v[0, 1]  # out[0, 1] mixes two values, as printed
     assert torch.allclose(out[0, 1], expected, atol=1e-3)
+
+
+def test_04_starts_from_the_weights_of_its_own_toy() -> None:
+    """Section 1 of notebook 04 takes `wei` from `lecture_weights()`: the same weights as the
+    version-4 cell computes from the notebook's own x, key and query, with no random draw."""
+    from attention_course.references.nb03 import lecture_weights
+
+    ns = lecture_namespace("04_value_aggregation.ipynb")
+    before = torch.random.get_rng_state()
+    given = lecture_weights()
+    assert torch.equal(torch.random.get_rng_state(), before)
+    assert torch.allclose(given, ns["wei"].detach(), atol=1e-6)

@@ -40,7 +40,7 @@ from autograder.notebook_io import (
     solution_answers,
     source,
 )
-from autograder.paths import NOTEBOOKS, SOLUTIONS
+from autograder.paths import NOTEBOOKS, ROOT, SOLUTIONS
 from tests.answer_ops import (
     Term,
     attempt,
@@ -415,3 +415,135 @@ def test_a_count_given_away_in_the_title_is_caught() -> None:
     ]
     assert written(1536).search("3 x 32 x 16 = 1,536 weights")
     assert not written(36).search("0.36, 136, 36.5 and 3,600")
+
+
+# ---- nor in the source of a helper the release ships ----------------------------------------
+#
+# A student can read every course helper a release ships (`inspect.getsource`). A staged release
+# of notebooks 01..N, with N open, ships `staging.shippable_helpers`: no helper of it may hold an
+# answer of N or a later notebook. Literally (the operations above), and by its core: the steps
+# that make an answer (products, transposes, masks, softmaxes, sums, device checks) in order,
+# with their arguments and the bookkeeping between them left out, all of them or all but the
+# last (an answer "minus one line" is given away as well). The reference modules are checked
+# literally only: they are the earlier answers that staging ships on purpose, and a later
+# exercise may build on them by design (notebook 06's NoValueHead edits notebook 05's Head).
+
+CORE_STEPS = {
+    ".mT": "T",
+    ".T": "T",
+    ".transpose": "T",
+    "torch.transpose": "T",
+    "torch.matmul": "@",
+    "torch.bmm": "@",
+    "torch.einsum": "@",
+    ".masked_fill": "mask",
+    ".masked_fill_": "mask",
+    "torch.where": "mask",
+    "torch.masked_fill": "mask",
+    "softmax": "softmax",
+    ".exp": "exp",
+    "torch.exp": "exp",
+    ".sum": "sum",
+    "torch.sum": "sum",
+    ".mean": "mean",
+    ".cumsum": "cumsum",
+    "torch.cuda.is_available": "cuda?",
+    "torch.backends.mps.is_available": "mps?",
+    "torch.device": "device",
+    "scaled_dot_product_attention": "sdpa",
+    "torch.cat": "cat",
+    ".register_forward_hook": "hook",
+    ".element_size": "bytes",
+}
+
+
+def core(ops: list[str]) -> list[str]:
+    """The answer-making steps of a list of operations, in order."""
+    steps = []
+    for op in ops:
+        if " MatMult " in f" {op} ":
+            steps.append("@")
+        elif " Div " in f" {op} ":
+            steps.append("div")
+        elif (step := CORE_STEPS.get(op.split("(")[0])) is not None:
+            steps.append(step)
+    return steps
+
+
+def gives_away(source_ops: list[str], answer_ops: list[str]) -> bool:
+    """Does code with `source_ops` hold the core of an answer, or all of it but its last step?"""
+    steps, answer = core(source_ops), core(answer_ops)
+    if len(answer) < 2:
+        return False
+    return contains(steps, answer) or (len(answer) >= 4 and contains(steps, answer[:-1]))
+
+
+def shipped_helpers(notebook: str) -> list[str]:
+    """The helper files of a staged release of the notebooks up to `notebook`, which is open."""
+    return staging.shippable_helpers(set(ORDER[: ORDER.index(notebook) + 1]))
+
+
+def helper_ops(module: str) -> list[str]:
+    return operations((ROOT / module).read_text(encoding="utf-8"))
+
+
+def open_answers(notebook: str) -> list[tuple[str, str, list[str]]]:
+    """(notebook, grade_id, operations) for every answer of `notebook` and the later ones."""
+    later = ORDER[ORDER.index(notebook) :]
+    return [(nb, gid, ops) for nb in later for gid, ops in answers(nb).items()]
+
+
+@pytest.mark.parametrize("notebook", ORDER)
+def test_no_helper_a_release_ships_holds_an_open_answer(notebook: str) -> None:
+    found = [
+        (module, nb, gid)
+        for module in shipped_helpers(notebook)
+        for nb, gid, ops in open_answers(notebook)
+        if contains(helper_ops(module), ops)
+        or (not module.startswith(REFERENCES) and gives_away(helper_ops(module), ops))
+    ]
+    assert not found, f"a release with {notebook} open ships helpers holding answers: {found}"
+
+
+REFERENCES = "attention_course/references/"
+
+# Two helpers as they once were: each held an answer a student could read in its release.
+OLD_EXPLORER = """
+def attention_weights(scores, recipe, correct=None):
+    s = scores.detach().float() * recipe.scale
+    if recipe.is_correct:
+        return correct(s)
+    T = s.shape[-1]
+    later = torch.ones(T, T, dtype=torch.bool).triu(1)
+    fill = FILLS[recipe.fill]
+    if recipe.mask_first:
+        return torch.softmax(s.masked_fill(later, fill), dim=recipe.dim)
+    return torch.softmax(s, dim=recipe.dim).masked_fill(later, fill)
+"""
+OLD_GPU = """
+def require_gpu():
+    if torch.cuda.is_available():
+        return torch.device("cuda")
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        return torch.device("mps")
+    raise NoGPU("no GPU")
+"""
+
+
+def test_the_core_comparison_finds_what_a_literal_one_misses() -> None:
+    """The old explorer held notebook 03's recipe with its settings as parameters, and the old
+    require_gpu was notebook 07's pick_device minus its last line: neither is a literal copy,
+    both are caught by their core, and a helper that computes a wrong recipe is not."""
+    mask_then_softmax = answers("03_mask_then_softmax.ipynb")["mask-then-softmax"]
+    pick_device = answers("07_head_on_gpu.ipynb")["pick-device"]
+    assert not contains(operations(OLD_EXPLORER), mask_then_softmax)
+    assert gives_away(operations(OLD_EXPLORER), mask_then_softmax)
+    assert gives_away(
+        operations(OLD_GPU.replace("mps.is_available", "torch.backends.mps.is_available")),
+        pick_device,
+    )
+    wrong_only = (
+        "def after(s, later):\n    return torch.softmax(s, dim=-1).masked_fill(later, 0.0)\n"
+    )
+    assert not gives_away(operations(wrong_only), mask_then_softmax)

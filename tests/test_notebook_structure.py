@@ -45,7 +45,7 @@ def test_time_estimate_at_the_top_adds_up_and_fits_the_budget(notebook: str) -> 
     assert found, f"{notebook}: no '**Time:** about N minutes: a of ..., b for ...' in the title"
     total, reading, answering = map(int, found.groups())
     assert reading + answering == total, f"{notebook}: {reading} + {answering} != {total}"
-    assert 30 <= total <= 60, f"{notebook}: {total} minutes, outside 30-60"
+    assert 30 <= total <= 75, f"{notebook}: {total} minutes, outside 30-75"
 
 
 @pytest.mark.parametrize("notebook", ORDER)
@@ -254,8 +254,8 @@ def test_prose_names_no_machine_and_no_grader_machinery(notebook: str) -> None:
     assert not said, f"{notebook}: code comments speak of the grading: {said}"
     hardware = re.findall(r"H200", text)
     if notebook == "07_head_on_gpu.ipynb":
-        named = re.findall(r"an NVIDIA H200 in \d{4}", text)
-        assert len(named) == 1, "the GPU of the dated measurements is named once, with its year"
+        named = re.findall(r"an NVIDIA H200 on \d{4}-\d\d-\d\d \(the PyTorch version", text)
+        assert len(named) == 2, "each passage of GPU figures names the GPU, its date and torch"
     else:
         assert not hardware, f"{notebook} quotes hardware-specific figures"
 

@@ -99,7 +99,7 @@ def test_missing_gpu_is_one_line(tmp_path: Path, monkeypatch) -> None:
         "import torch\n"
         "torch.backends.mps.is_available = lambda: False  # a Mac's GPU must not count here\n"
         "from attention_course.gpu import require_gpu\n"
-        "require_gpu()",
+        "require_gpu(torch.device('cpu'))",
         tmp_path,
     )
     ename, lines = the_error(outputs)
