@@ -25,9 +25,27 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 ASSIGNMENTS ?= 01
 GRADED ?=
 DEST ?= build/student-release
+NOTEBOOKS ?=
+GRADESCOPE_ZIP ?= build/autograder.zip
+
+# PyTorch's build (README, "Installing PyTorch"): TORCH=cpu (PyTorch's CPU index, ~190 MB),
+# cuda (PyPI's build and its NVIDIA libraries, ~2.5-3 GB) or auto: cuda where nvidia-smi
+# answers, else cpu. macOS and Windows get PyPI's build whatever TORCH says (it has no CUDA
+# download there). The pin is requirements.txt's.
+TORCH ?= auto
+TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
+PLATFORM ?= $(if $(filter Windows_NT,$(OS)),Windows,$(shell uname -s))
+ifeq ($(filter cpu cuda auto,$(TORCH)),)
+$(error TORCH=$(TORCH): choose cpu, cuda or auto)
+endif
+TORCH_PIN = $(shell grep -m1 -E '^torch==' requirements.txt)
+TORCH_GPU = $(shell nvidia-smi -L >/dev/null 2>&1 && echo yes)
+TORCH_BUILD = $(if $(filter Linux,$(PLATFORM)),$(if $(filter auto,$(TORCH)),$(if $(TORCH_GPU),cuda,cpu),$(TORCH)),default)
+TORCH_INSTALL = $(if $(filter cpu,$(TORCH_BUILD)),--index-url $(TORCH_CPU_INDEX) "$(TORCH_PIN)+cpu","$(TORCH_PIN)")
+TORCH_WORDS = $(if $(filter default,$(TORCH_BUILD)),PyPI's build for $(PLATFORM),the $(TORCH_BUILD) build)
 
 .PHONY: help venv lab test test-fast release grade lint format bench badges clean
-.PHONY: student-release export jail
+.PHONY: student-release export jail gradescope
 
 help:
 	@echo "make lab      JupyterLab on the course for the instructor: formgrader on the class in OUT"
@@ -39,10 +57,14 @@ help:
 	@echo "make badges   rewrite Colab badges and setup cells from [tool.course] in pyproject.toml"
 	@echo "make student-release ASSIGNMENTS=01,02 [GRADED=01] DEST=dir   the students' own tree"
 	@echo "make export [FORMAT=canvas|moodle]   OUT/final-grades.csv (+ the platform's import CSV)"
+	@echo "make gradescope NOTEBOOKS=02   $(GRADESCOPE_ZIP): Gradescope's autograder for them"
+	@echo "TORCH=cpu|cuda|auto   PyTorch's build for .venv/ (auto: cuda where nvidia-smi answers)"
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
+	@echo "torch: $(TORCH_WORDS) (TORCH=$(TORCH) on $(PLATFORM))"
+	$(PY) -m pip install -q $(TORCH_INSTALL)
 	$(PY) -m pip install -q -r requirements.txt
 	$(PY) -m pip install -q --no-deps -e .
 	# rfc3987-syntax costs 4-5 s at every Jupyter import and nothing needs it at run time.
@@ -74,6 +96,11 @@ lab: venv
 student-release: venv
 	$(PY) -m autograder student-release --assignments $(ASSIGNMENTS) --dest $(DEST) \
 	  $(if $(GRADED),--graded $(GRADED),) $(STUDENT_RELEASE_ARGS)
+
+# Gradescope's autograder for NOTEBOOKS (default all); GRADESCOPE_ARGS: e.g. --visibility hidden.
+gradescope: venv
+	$(PY) -m autograder gradescope $(if $(NOTEBOOKS),--notebooks $(NOTEBOOKS),) \
+	  --out $(GRADESCOPE_ZIP) $(GRADESCOPE_ARGS)
 
 # Final grades with the hand-graded points; FORMAT=canvas|moodle adds the import CSV.
 export: venv

@@ -2,7 +2,9 @@
 
 The summary (templates/feedback_summary.html.j2) says who, which notebook, the score, the
 status in words and every graded cell's checks, each named mistake in words with a link to
-the cell. Below it, the graded notebook as nbconvert renders it with the course's template
+the cell, and what the instructor gave by hand (points, comments, extra credit): after hand
+grading, `with_hand_grading` renders the summary of an existing page again. Below it, the
+graded notebook as nbconvert renders it with the course's template
 (templates/nbconvert/feedback: the lab page without any script). Before rendering, each test
 cell's output is replaced by the trusted report, hidden tests are cleared (nbgrader's
 ClearHiddenTests), long sources and outputs are cut with a note (rendering stays inside the
@@ -30,11 +32,14 @@ from nbformat import NotebookNode
 from nbformat.v4 import new_output
 from nbgrader.preprocessors import ClearHiddenTests, LimitOutput
 
+from autograder.alt_text import describe_images
 from autograder.catalog import describe
 from autograder.checks.base import CellResult
 from autograder.contract import test_cell_id
 from autograder.grades import NotebookGrade
+from autograder.handgrading import NONE, Hand, Settled
 from autograder.notebook_io import grade_id, is_answer, is_test
+from autograder.sanitise import clean_metadata
 from autograder.settings import Limits
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -48,6 +53,8 @@ WIDGET_MIMES = (
     "application/vnd.jupyter.widget-state+json",
 )
 IMAGE_LIMIT = 2 * 2**20  # characters of one base64 image kept on the page
+SUMMARY_START, SUMMARY_END = "<!-- grader-summary -->", "<!-- /grader-summary -->"
+ACTIVE_NOTE = "The notebook itself is not shown: it held active content."
 
 
 def _fmt(x: float) -> str:
@@ -75,22 +82,25 @@ def exporter() -> HTMLExporter:
     )
 
 
-def summary_html(grade: NotebookGrade, notebook_shown: bool) -> str:
-    """The first screen of the feedback page."""
+def summary_html(grade: NotebookGrade, notebook_shown: bool, hand: Hand = NONE) -> str:
+    """The first screen of the feedback page, the instructor's hand grading applied, between
+    two markers by which `with_hand_grading` finds it again."""
     status = grade.status
     klass = {"ok": "status-ok", "unanswered": "status-wait"}.get(status, "status-bad")
     rule = "Your notebook as it was graded:" if notebook_shown else ""
-    return (
+    html = (
         templates()
         .get_template("feedback_summary.html.j2")
         .render(
             grade=grade,
+            settled=Settled(grade, hand),
             status_class=klass,
             status_label=status,
             show_cells=bool(grade.cells) and grade.submitted,
             rule=rule,
         )
     )
+    return f"{SUMMARY_START}\n{html}\n{SUMMARY_END}"
 
 
 def page(grade: NotebookGrade, nb: NotebookNode | None = None) -> str:
@@ -104,11 +114,11 @@ def page(grade: NotebookGrade, nb: NotebookNode | None = None) -> str:
         if not active_content(body):
             return body
         grade = copy.deepcopy(grade)
-        grade.notes.append("The notebook itself is not shown: it held active content.")
+        grade.notes.append(ACTIVE_NOTE)
     return summary_page(grade)
 
 
-def summary_page(grade: NotebookGrade) -> str:
+def summary_page(grade: NotebookGrade, hand: Hand = NONE) -> str:
     return (
         templates()
         .get_template("feedback_page.html.j2")
@@ -116,9 +126,24 @@ def summary_page(grade: NotebookGrade) -> str:
             title=f"{grade.student} · {grade.notebook}",
             csp=CSP,
             css=Markup(css()),
-            summary=Markup(summary_html(grade, False)),
+            summary=Markup(summary_html(grade, False, hand)),
         )
     )
+
+
+def with_hand_grading(html: str, grade: NotebookGrade, hand: Hand) -> str | None:
+    """The page `html` with its summary rendered again with `hand` applied; the notebook under
+    it is kept as it is. None when the page holds no summary (not a page of this grader)."""
+    start = html.find(SUMMARY_START)
+    end = html.find(SUMMARY_END, start)
+    if start < 0 or end < 0:
+        return None
+    old = html[start:end]
+    if ACTIVE_NOTE in old and ACTIVE_NOTE not in grade.notes:
+        grade = copy.deepcopy(grade)
+        grade.notes.append(ACTIVE_NOTE)
+    summary = summary_html(grade, 'class="rule"' in old, hand)
+    return html[:start] + summary + html[end + len(SUMMARY_END) :]
 
 
 # ---- the notebook under the summary ---------------------------------------------------------
@@ -143,8 +168,10 @@ def prepare_notebook(
             if any(marker in cell.source for marker in HIDDEN_MARKERS):  # never show them
                 cell.source = "# (hidden tests)"
         _without_widgets(cell)
+        clean_metadata(cell)  # nbconvert writes an image's width and height unquoted
         _bound(cell, limits)
         _markdown_as_html(cell)
+    describe_images(nb)  # every figure's alt: what its cell's code says it shows
     nb, _ = LimitOutput(max_lines=200, max_traceback=40).preprocess(nb, {})
     nb, _ = SanitizeHTML(strip=True).preprocess(nb, {})
     return nb

@@ -37,8 +37,10 @@ class Limits:
     )
     memory_mb: int = _limit(
         4096,
-        "memory of a notebook's kernel and of each probe: the course's models fit in a few "
-        "hundred MiB; two workers with this bound fit a 16 GiB machine",
+        "memory of each jail, everything it holds (its processes together, shared memory, "
+        "memfd files, its /tmp) where it has a cgroup: a notebook's kernel, or a probe server "
+        "with the probe it runs; the course's models fit in a few hundred MiB; two workers "
+        "with this bound fit a 16 GiB machine",
     )
     notebook_bytes: int = _limit(
         64 * MiB,
@@ -109,6 +111,7 @@ class Settings:
     jail: bool = True  # False only with --no-jail: student code then runs as the grader's user
     progress: bool = True
     limits: Limits = field(default_factory=Limits)
+    tls: Any = None  # cluster.TLSFiles for a tls:// scheduler (checked by cluster.check)
 
 
 def explain(limits: Limits | None = None) -> str:
