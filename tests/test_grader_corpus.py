@@ -8,13 +8,13 @@ other's names; each must lose points and be named in diagnoses.csv and, in words
 feedback). Beside the mutations, in the cells they leave alone, sit the corpus's correct
 alternatives (one per answer cell, each reading names that the notebook's own cells define
 above it, tests/corpus/context.py; full marks, nothing named); an alternative that fits no
-round is graded in a round of its own. One more student hands in notebook 05 with the
-lecture's Head reading `dropout`, a global that only a cell the student added defines: that
-cell scores 0 and the page says which name and why. Every mutation and alternative of the
-corpus is judged in-process by test_checks_corpus.py, and the solutions score full marks in
-the jail in test_grader_sandbox.py; this test proves that the command line (rebuild, jail,
-kernel, probes, outputs) carries each mistake and each correct answer through, with as few
-notebook runs as the sample allows.
+round is graded in a round of its own. One more student hands in notebook 05 with a Head like
+the lecture's that reads its dropout rate from `attn_dropout`, a global only a cell the student
+added defines: that cell scores 0 and the page says which name and why. Every mutation and
+alternative of the corpus is judged in-process by test_checks_corpus.py, and the solutions score
+full marks in the jail in test_grader_sandbox.py; this test proves that the command line
+(rebuild, jail, kernel, probes, outputs) carries each mistake and each correct answer through,
+with as few notebook runs as the sample allows.
 """
 
 from __future__ import annotations
@@ -156,4 +156,4 @@ def test_a_name_only_an_added_cell_defines_is_named_with_why(
     cells = {r["grade_id"]: r for r in rows if (r["student"], r["notebook"]) == (ADDED, HEAD_NB)}
     assert float(cells["head"]["score"]) == 0.0, cells["head"]
     text = hostile.page_text(hostile.feedback_path(out, ADDED, HEAD_NB))
-    assert "`dropout`: only a cell you added defines it" in text, text[-3000:]
+    assert "`attn_dropout`: only a cell you added defines it" in text, text[-3000:]

@@ -11,9 +11,9 @@ cells above it define (`first_name_above`). Notebook 07's first answer cell has 
 above it, so its variant reads a name of the setup.
 
 `LECTURE_HEAD` is the lecture's Head as its gpt script writes it, the sizes read from the
-notebook (`n_embd`, `block_size`, the head size) instead of parameters it passes itself; with
-`DROPOUT_CELL` added above it, it also reads `dropout`, which only that added cell defines:
-then it scores 0, and the grader says which name and why.
+notebook's globals (`n_embd`, `block_size`, `dropout`, the head size) instead of parameters it
+passes itself. With `ADDED_CELL` above it, it reads its dropout rate from `attn_dropout`, which
+only that added cell defines: then it scores 0, and the grader says which name and why.
 """
 
 from __future__ import annotations
@@ -35,12 +35,10 @@ PREFIX: dict[str, str] = {
     "predict-tied": "assert scores.shape == (B, T, T)  # the raw scores above",
     "mask-then-softmax": "assert future.shape == scores.shape[-2:]  # the (T,T) future above",
     "predict-mask-after": "assert torch.allclose(weights.sum(-1), torch.ones(B, T))  # rows: one",
-    "predict-first-output": "assert v.shape == (B, T, head_size)  # the values above",
     "predict-sharpen": "assert q.shape[-1] == head_size  # the unit-variance q and k above",
     "capture-attention": 'print(f"a head of {n_embd} channels over {block_size} positions")',
     "predict-no-mask": 'print("inputs", tuple(xb_demo.shape), "and targets", tuple(yb_demo.shape))',
     "unmasked-head": 'print(f"no mask: {block_size} positions see each other")',
-    "predict-no-value": 'print("the single head is", head_size, "wide, the embedding", n_embd)',
     "pick-device": "assert SHORT_RUNS in (True, False)  # only the setup is above this cell",
     "predict-memory": 'print("the toy head moved to", target, "above")',
     "weights-bytes": 'print("the mask of the head above:", tuple(head.tril.shape))',
@@ -83,7 +81,7 @@ LECTURE_HEAD = '''class Head(nn.Module):
         v = self.value(x)  # (B,T,hs)
         return wei @ v  # (B,T,T) @ (B,T,hs) -> (B,T,hs)
 '''
-DROPOUT_CELL = "dropout = 0.0  # the lecture's hyperparameter, in a cell of my own\n"
+ADDED_CELL = "attn_dropout = 0.0  # a rate of my own, in a cell of my own\n"
 
 WHOLE: dict[str, str] = {
     "shape-table": (
@@ -97,9 +95,10 @@ WHOLE: dict[str, str] = {
         "NONZERO = int(torch.count_nonzero(weights[0]))  # one (T,T) matrix of the batch above\n"
         "\n\ndef n_visible(T):\n    return T * (T + 1) // 2  # row t sees t + 1 keys\n"
     ),
-    # the lecture's own Head, the head size read as the notebook's last one (section 7)
+    # the lecture's own Head: n_embd, block_size and dropout are the notebook's globals, the
+    # head size its last one (section 7)
     "head": LECTURE_HEAD.replace("head_size=head_size", "head_size=head_size_final").replace(
-        "dropout=DROP", "dropout=0.0"
+        "dropout=DROP", "dropout=dropout"
     ),
 }
 
@@ -149,10 +148,10 @@ def code_answer_cells() -> list[tuple[str, str]]:
 
 
 def lecture_head_with_added_dropout() -> tuple[str, str]:
-    """(the added cell, the answer): the lecture's Head whose dropout is a global that only a
-    cell the student added defines."""
+    """(the added cell, the answer): the lecture's Head whose dropout rate is a global that only
+    a cell the student added defines."""
     answer = LECTURE_HEAD.replace("head_size=head_size", "head_size=head_size_final")
-    return DROPOUT_CELL, answer.replace("dropout=DROP", "dropout=dropout")
+    return ADDED_CELL, answer.replace("dropout=DROP", "dropout=attn_dropout")
 
 
 def covered(grade_id: str) -> bool:
