@@ -75,6 +75,7 @@ class Judge:
         self.cell_timeout = cell_timeout or getattr(sandbox, "cell_timeout", None)
         self.added = frozenset(added)
         self.notes: list[str] = []
+        self.out_of_memory: list[str] = []  # cells whose probe's jail went over its memory bound
         self.skip: set[str] = set()
         self.parsed: dict[str, Names] = {}  # the student's answers, analysed once
         try:  # this notebook's checks only: a broken module elsewhere cannot stop it
@@ -123,6 +124,8 @@ class Judge:
             plan = self.master.context.plan(running, gid, self.added, self.parsed)
             job = probe_job(self.master, spec, cells, self.skip, plan)
             outcome = self.sandbox.probe(job, cases)
+            if outcome.out_of_memory and gid not in self.out_of_memory:
+                self.out_of_memory.append(gid)
             culprit = outcome.stopped_in
             if outcome.observed is not None or culprit in (None, gid, *self.skip):
                 break

@@ -215,6 +215,12 @@ def _run_and_judge(
     results = scoring.result()
     probed = time.monotonic()
     grade.notes += judge.notes
+    if judge.out_of_memory and grade.status == "ok":  # a probe's jail was stopped for memory
+        grade.status = "error"
+        grade.detail = (
+            f"the jail running {', '.join(judge.out_of_memory)} used more than "
+            f"{limits.memory_mb} MiB of memory and was stopped; the other cells keep their points"
+        )
     grade.cells = cell_grades(master, results, answers, anchors)
     grade.seconds = {"kernel": round(run.seconds, 3), "kernel_wait": round(run.waited, 3)}
     if start + limits.timeout - time.monotonic() < min(5.0, reserve):

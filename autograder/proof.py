@@ -82,8 +82,10 @@ def _digest_files(paths: Iterable[Path]) -> str:
 
 
 def _site_facts() -> dict[str, Any]:
-    """The grader's import path: each folder's modification time (packages added or removed)
-    and the .pth files there (paths they add)."""
+    """The grader's import path: for each folder, the distributions installed there (their
+    `.dist-info` names carry the versions: packages added, removed or upgraded) and the .pth
+    files there (paths they add). Nothing that changes by itself: the working folder that
+    `python -m` puts first changes its time whenever a file is made in it (OUT, say)."""
     facts: dict[str, Any] = {}
     folders = [Path(e or ".").resolve() for e in sys.path]
     for entry, path in zip(sys.path, folders, strict=True):
@@ -92,13 +94,16 @@ def _site_facts() -> dict[str, Any]:
             continue
         if any(other not in (path, ROOT) and other in path.parents for other in folders):
             continue  # a folder a package put inside another (setuptools' vendored modules)
-        try:
-            facts[entry] = path.stat().st_mtime_ns
-        except OSError:
-            facts[entry] = None
+        if not path.is_dir():
+            facts[entry] = "a file" if path.exists() else None
             continue
-        if path.is_dir():
-            facts[entry + "/*.pth"] = _digest_files(path.glob("*.pth"))
+        try:
+            dists = sorted(p.name for p in path.glob("*.dist-info")) + sorted(
+                p.name for p in path.glob("*.egg-info")
+            )
+        except OSError:
+            dists = None
+        facts[entry] = {"dists": dists, "pth": _digest_files(path.glob("*.pth"))}
     return facts
 
 

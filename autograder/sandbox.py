@@ -82,6 +82,7 @@ class ProbeOutcome:
     stopped_in: str | None = None  # answer cell that was running when the child died or hung
     seconds: float = 0.0
     imported: dict[str, str] = field(default_factory=dict)  # graded name -> module (runtime)
+    out_of_memory: bool = False  # its jail went over its memory bound and was stopped
 
 
 def _spec(job: ProbeJob) -> Any:
@@ -298,7 +299,7 @@ class Sandbox:
             "memory (its processes, shared memory and files in /tmp together)"
         )
         stopped_in = stage.split(":", 1)[1] if stage.startswith("answer:") else None
-        return ProbeOutcome(None, problem, stopped_in, seconds)
+        return ProbeOutcome(None, problem, stopped_in, seconds, out_of_memory=True)
 
     def _run_forked(self, folder: Path) -> tuple[int | None, bool]:
         born = time.time()

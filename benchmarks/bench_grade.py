@@ -10,7 +10,10 @@
     ratio this machine allows: how much faster two CPU-bound processes go than one here (its
     parallel capacity, measured first), against how much of that a lone worker already uses.
 (c) the same class through a `dask scheduler` and two `dask worker` processes on loopback
-    (`--scheduler`); the cluster is started before the clock and stopped after it.
+    (`--scheduler`); the cluster is started before the clock and stopped after it. A new
+    cluster proves the grader again (its proof is keyed by the scheduler): printed apart.
+Before the clock, `python -m autograder prove` makes the proof on the master solutions that
+every `grade` run finds cached (its cost, paid once per grader and environment, is printed).
 Then what a class of 1,000 students costs, in worker hours and core-hours, from (b). Every
 side is timed as a whole subprocess, interpreter start included, with
 NBGRADER_EXECUTION=autograde (the notebooks' shorter training runs) on both sides. Set
@@ -22,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -104,6 +108,20 @@ def make_class(folder: Path, notebooks: list[str], size: int) -> None:
             (student / nb).write_bytes(content)
 
 
+def proof_seconds(out: Path) -> float:
+    """How long the run's proof on the master solutions took (0 when it was cached)."""
+    log = (out / "grader.log").read_text(encoding="utf-8", errors="replace")
+    return sum(float(m) for m in re.findall(r"proof: ([0-9.]+) s$", log, re.M))
+
+
+def prove(notebooks: list[str], jail: list[str]) -> None:
+    """The proof every `grade` run below then finds cached, timed on its own."""
+    cmd = [sys.executable, "-m", "autograder", "prove", "--notebooks",
+           ",".join(nb[:2] for nb in notebooks), *jail]  # fmt: skip
+    print(f"proof on the master solutions (once per grader and environment): "
+          f"{timed(cmd, ROOT):.1f} s")  # fmt: skip
+
+
 def grade(submissions: Path, out: Path, options: list[str]) -> float:
     shutil.rmtree(out, ignore_errors=True)
     cmd = [sys.executable, "-m", "autograder", "grade", str(submissions), "--out", str(out)]
@@ -163,8 +181,10 @@ def klass(work: Path, notebooks: list[str], size: int, jail: list[str]) -> None:
     with loopback_cluster(work, 2) as address:
         time.sleep(5)  # the workers connect and load their runtimes
         dask = grade(work / "class", work / "out-dask", ["--scheduler", address, *jail])
+    proved = proof_seconds(work / "out-dask")
     print(f"(c) class of {size} on `dask scheduler` + 2 `dask worker` (loopback): {dask:.1f} s, "
-          f"ratio to --jobs 1 {dask / one:.2f}")  # fmt: skip
+          f"of which the cluster's proof {proved:.1f} s; ratio to --jobs 1 without it "
+          f"{(dask - proved) / one:.2f}")  # fmt: skip
     per_student = one / size  # seconds of one worker per student, start-up shared by the class
     core_seconds = cpu_one / size if cpu_one else per_student  # of the whole machine
     print(
@@ -194,6 +214,7 @@ def main() -> int:
     jail = ["--no-jail"] if args.no_jail else []
     print(f"notebooks: {', '.join(notebooks)}; jail {'off' if jail else 'on'}; "
           f"{os.cpu_count()} cores")  # fmt: skip
+    prove(notebooks, jail)
     with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
         if not args.skip_single:
             single(Path(tmp), notebooks, jail)

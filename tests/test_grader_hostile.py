@@ -140,6 +140,10 @@ def test_memory_held_outside_every_process_stops_the_jail(graded: Graded) -> Non
     assert "its jail used more than 1536 MiB of memory" in shown, shown[:2000]
     rows = {r["student"]: r for r in hostile.read_csv(graded.out / "grades.csv")}
     assert rows["atk_memory"]["status"] == "error"
+    # a probe's jail alone over its bound: the notebook is `error` too, and the page says why
+    assert rows["atk_probe_memory"]["status"] == "error"
+    shown = hostile.page_text(feedback_path(graded.out, "atk_probe_memory", NOTEBOOK))
+    assert "used more than 1536 MiB of memory and was stopped" in " ".join(shown.split())
 
 
 def test_a_decompression_bomb_is_refused_unread(graded: Graded) -> None:

@@ -160,6 +160,24 @@ def test_any_change_of_the_environment_asks_for_a_new_proof(
     assert proof.proof_key(master, proof.environment(no_jail)) != key
 
 
+def test_a_folder_on_the_path_changes_the_key_only_when_its_packages_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`python -m` puts the working folder on the path, and OUT is often made there: a new
+    file in it asks for no new proof; a package installed into a folder on the path does."""
+    master = load_masters(notebooks=(NOTEBOOK,))[NOTEBOOK]
+    settings = Settings(tmp_path, tmp_path / "out")
+    folder = tmp_path / "work"
+    folder.mkdir()
+    monkeypatch.syspath_prepend(str(folder))
+    key = proof.proof_key(master, proof.environment(settings))
+    (folder / "out").mkdir()
+    (folder / "notes.txt").write_text("week 1")
+    assert proof.proof_key(master, proof.environment(settings)) == key
+    (folder / "numpy-9.9.dist-info").mkdir()
+    assert proof.proof_key(master, proof.environment(settings)) != key
+
+
 def test_a_failed_proof_names_the_notebook_and_why_and_caches_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -595,8 +595,19 @@ display(HTML('<script>document.title="pwned"</script><img src=x onerror="alert(1
 display(Markdown('[click](javascript:alert(3))'))
 display(Javascript('alert(4)'))
 """
-# In the kernel: 88 memfd files of 64 MiB held open (5.5 GiB that is in no process's RSS).
 # In a probe (MPLBACKEND=Agg there): three children forked, each process then holding 600 MiB.
+_FORK_AND_HOLD = """    _child = False
+    for _ in range(3):
+        if _os.fork() == 0:
+            _child = True
+            break
+    _mine = b"x" * (600 * 2**20)
+    _time.sleep(5)
+    if _child:
+        _os._exit(0)
+"""
+# In the kernel: 88 memfd files of 64 MiB held open (5.5 GiB that is in no process's RSS); in
+# a probe, the forked children above.
 MEMORY_OUTSIDE = """
 import os as _os, time as _time
 if _os.environ.get("MPLBACKEND") != "Agg":
@@ -607,16 +618,12 @@ if _os.environ.get("MPLBACKEND") != "Agg":
             _os.write(_fd, b"x" * 2**20)
         _held.append(_fd)
 else:
-    _child = False
-    for _ in range(3):
-        if _os.fork() == 0:
-            _child = True
-            break
-    _mine = b"x" * (600 * 2**20)
-    _time.sleep(5)
-    if _child:
-        _os._exit(0)
-"""
+""" + _FORK_AND_HOLD
+# Only in a probe: the forked children; the kernel runs the notebook as usual.
+PROBE_MEMORY = """
+import os as _os, time as _time
+if _os.environ.get("MPLBACKEND") == "Agg":
+""" + _FORK_AND_HOLD
 # In a probe: observed.npz replaced by a deflated 256 MiB array (a few hundred KB on disk)
 # that observed.json refers to six times.
 BOMB = """
@@ -706,6 +713,7 @@ def attacks(notebook: str, paths: dict[str, Path]) -> list[Case]:
         "atk_daemon": _tail(notebook, first, DAEMON.format(target=csv_path)),
         "atk_kill_grader": _tail(notebook, last, KILL_GRADER + FORMGRADER),
         "atk_memory": _tail(notebook, last, MEMORY_OUTSIDE),
+        "atk_probe_memory": _tail(notebook, last, PROBE_MEMORY),
         "atk_bomb": _tail(notebook, last, BOMB),
         # what it shows would reach pages and spreadsheets: its id is a formula, and it prints
         # the environment, the code that calls it and active HTML
@@ -732,6 +740,7 @@ def attacks(notebook: str, paths: dict[str, Path]) -> list[Case]:
             "5.5 GiB held in memfd files by the kernel, and a probe that forks three children "
             "holding 600 MiB each"
         ),
+        "atk_probe_memory": "only in a probe: three forked children holding 600 MiB each",
         "atk_bomb": "a probe's results replaced by a deflated 256 MiB array referred to 6 times",
         FORMULA_STUDENT: (
             "a student id that is a formula, with correct answers that print the environment, "
@@ -745,6 +754,7 @@ def attacks(notebook: str, paths: dict[str, Path]) -> list[Case]:
         "atk_read_student": all_lost,
         "atk_replace_probe": Expect("ok", frozenset({first})),
         "atk_memory": Expect("error" if _cgroups() else "ok", frozenset({last})),
+        "atk_probe_memory": Expect("error" if _cgroups() else "ok", frozenset({last})),
         "atk_bomb": Expect("ok", frozenset({last})),
     }
     cases = [
