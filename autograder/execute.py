@@ -21,6 +21,7 @@ the end), `timeout` or `error` (the kernel died: os._exit, killed for memory, fa
 from __future__ import annotations
 
 import asyncio
+import atexit
 import concurrent.futures
 import logging
 import os
@@ -359,6 +360,8 @@ class KernelRunner:
         return Kernel(km, workdir, notebook)
 
     async def _stop(self, kernel: Kernel, client: Any = None) -> None:
+        if client is not None:  # nbclient's exit hook, left behind when its kernel was killed
+            atexit.unregister(client._cleanup_kernel)
         try:
             if client is not None and client.kc is not None:
                 client.kc.stop_channels()

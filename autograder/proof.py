@@ -5,9 +5,10 @@ outside what the jail mounts: a venv layered on another through a .pth file,
 --system-site-packages, PYTHONPATH), whose data set is wrong or whose workers run another
 version would grade every student `error` or 0. So before the first student, each master
 solution (`solutions/<notebook>`) that this run has work for is graded through the same path as
-a student's notebook, on the same workers, jail, kernel and probes (default limits): it must
-end `ok`, with every autograded cell at full marks and no error in any cell it ran. If it does
-not, the run stops with one line naming the cause (`CannotGrade`), before anything is written.
+a student's notebook, on the same workers, jail, kernel and probes (default limits, but the
+run's memory bound): it must end `ok`, with every autograded cell at full marks and no error in
+any cell it ran. If it does not, the run stops with one line naming the cause (`CannotGrade`),
+before anything is written.
 
 Where the jail cannot see a package the kernel needs, that is known without running anything
 (`outside_jail`), and the run stops at once, naming the package, where it lives and how it got
@@ -17,9 +18,9 @@ A proof that holds is remembered in the cache folder (`$AUTOGRADER_CACHE`, else
 `$XDG_CACHE_HOME/autograder`, else `~/.cache/autograder`), one file per notebook, under a key
 of the master and the grading code (`Master.key`), the course helpers and the environment
 (`environment`: the interpreter, its paths and packages, the variables that change what Python
-or the jail loads, the data set, jail or not, the cluster): it costs once, and again only after
-any of them changes. It also remembers how long the master took, so that a run whose --timeout
-is shorter hears so.
+or the jail loads, the data set, jail or not, the cluster, the memory bound): it costs once,
+and again only after any of them changes. It also remembers how long the master took, so that
+a run whose --timeout is shorter hears so.
 """
 
 from __future__ import annotations
@@ -125,6 +126,7 @@ def environment(settings: Settings) -> dict[str, Any]:
         "data": data_facts,
         "jail": [settings.jail, shutil.which("bwrap"), os.geteuid() == 0],
         "cluster": settings.scheduler,
+        "memory_mb": settings.limits.memory_mb,  # the masters are proved within the run's bound
     }
 
 
@@ -344,7 +346,9 @@ def _prove(
         problems[task.notebook] = f"its worker failed ({type(err).__name__}: {str(err)[:200]})"
 
     log(f"proof: grading the master solutions of {', '.join(todo)} before any student")
-    proving = dataclasses.replace(settings, limits=Limits(), progress=False)
+    # default limits but the run's memory bound: a bound too small for the masters stops here
+    limits = dataclasses.replace(Limits(), memory_mb=settings.limits.memory_mb)
+    proving = dataclasses.replace(settings, limits=limits, progress=False)
     run(tasks, proving, outcome, failed)
     log(f"proof: {time.monotonic() - start:.1f} s")
     for nb, record in records.items():
@@ -403,14 +407,19 @@ def main(argv: list[str]) -> int:
     p.add_argument("--notebooks", metavar="LIST", help="only these notebooks (default: all)")
     p.add_argument("--jobs", metavar="N", type=int, default=1, help="worker processes")
     p.add_argument("--no-jail", action="store_true", help="prove the unjailed grader")
+    p.add_argument(
+        "--memory-mb", metavar="MiB", type=int, default=Limits().memory_mb,
+        help="the memory bound `grade` will run with (default: its default)",
+    )  # fmt: skip
     args = p.parse_args(argv)
     try:
         notebooks = select_notebooks(args.notebooks) if args.notebooks else ()
         masters = load_masters(notebooks=notebooks)
         with tempfile.TemporaryDirectory(prefix="autograder-prove-") as folder:
             where = Path(folder)
+            limits = Limits(memory_mb=args.memory_mb)
             settings = Settings(where, where, max(1, args.jobs), notebooks=tuple(masters),
-                                jail=not args.no_jail, progress=False)  # fmt: skip
+                                jail=not args.no_jail, progress=False, limits=limits)  # fmt: skip
             warnings = prove(settings, masters, masters, print)
     except InputError as err:
         print(f"python -m autograder prove: error: {err}", file=sys.stderr)

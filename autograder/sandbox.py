@@ -277,22 +277,23 @@ class Sandbox:
             ready_by = min(start + START_TIMEOUT, self.deadline)
             exitcode = server.request(folder, self.cell_timeout, ready_by)
             seconds = time.monotonic() - start
+            progress = server.progress  # read before a stopped jail's folder is removed
             if server.out_of_memory:  # the jail went over its bound: stopped, a new jail
                 self.end()
-                return self._memory_outcome(folder, job, seconds)
+                return self._memory_outcome(job, seconds, progress)
             if exitcode is None:  # the server died, hung or flooded its folder: a new jail
                 self.end()
                 if server.flooded:
                     mib = self.jail.shared_bytes >> 20
                     problem = f"it wrote more than {mib} MiB into the grader's folder"
                     return ProbeOutcome(None, problem, None, seconds)
-                return self._outcome(folder, job, None, server.overran, seconds)
+                return self._outcome(folder, job, None, server.overran, seconds, progress)
             return self._outcome(folder, job, exitcode, exitcode == TIMEOUT_EXIT, seconds)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
 
-    def _memory_outcome(self, folder: Path, job: ProbeJob, seconds: float) -> ProbeOutcome:
-        stage = _stage(read_text(folder, "progress"), job)
+    def _memory_outcome(self, job: ProbeJob, seconds: float, progress: str) -> ProbeOutcome:
+        stage = _stage(progress, job)
         mib = self.memory_bytes >> 20
         problem = (
             f"it was stopped {_where(stage, job.target)}: its jail used more than {mib} MiB of "
@@ -325,9 +326,16 @@ class Sandbox:
         return exitcode, timed_out
 
     def _outcome(
-        self, folder: Path, job: ProbeJob, exitcode: int | None, timed_out: bool, seconds: float
+        self,
+        folder: Path,
+        job: ProbeJob,
+        exitcode: int | None,
+        timed_out: bool,
+        seconds: float,
+        progress: str | None = None,
     ) -> ProbeOutcome:
-        stage = _stage(read_text(folder, "progress"), job)
+        """`progress`: the child's mark, read before its folder went with a stopped jail."""
+        stage = _stage(read_text(folder, "progress") if progress is None else progress, job)
         stopped_in = stage.split(":", 1)[1] if stage.startswith("answer:") else None
         if not timed_out and exitcode == 0 and stage == "write":
             try:  # within one byte budget, and within the notebook's time
@@ -398,6 +406,7 @@ class ProbeServer:
         self.overran = False
         self.flooded = False  # its shared folder grew past the jail's shared_bytes
         self.out_of_memory = False  # its jail went over its memory bound
+        self.progress = ""  # the last request's child's progress mark, read as it ended
         self.memory_bytes = memory_bytes
         self._base: int | None = None  # without a cgroup: the server's RSS once ready
         self._buffer = b""
@@ -439,7 +448,7 @@ class ProbeServer:
     def request(self, folder: Path, timeout: float, ready_by: float | None = None) -> int | None:
         """The child's exit code, or None when the server failed (then it is killed);
         `ready_by` (monotonic): when to give up waiting for the server to start."""
-        self.overran = False
+        self.overran, self.progress = False, ""
         if ready_by is None:
             ready_by = time.monotonic() + START_TIMEOUT
         if not self.wait_ready(ready_by):
@@ -458,6 +467,7 @@ class ProbeServer:
             self.kill()
             return None
         reply = self._readline(time.monotonic() + timeout + REPLY_MARGIN, watch=True)
+        self.progress = read_text(folder, "progress")  # before a kill takes the folder with it
         if self.cgroup is not None and self.cgroup.over_since_mark():
             self.out_of_memory = True  # the kernel killed in the jail: stop all of it
         if self.out_of_memory:

@@ -244,3 +244,30 @@ def test_the_cache_keeps_only_the_newest_proofs(tmp_path: Path) -> None:
     proof._prune(tmp_path)
     left = sorted(p.name for p in tmp_path.glob("*.json"))
     assert len(left) == proof.KEEP and left[0] == "01-0005.json"
+
+
+def test_a_memory_bound_too_small_for_the_masters_stops_before_grading(tmp_path: Path) -> None:
+    """The proof runs within the run's own --memory-mb: a bound the master solutions cannot
+    be graded in is said before any student gets a 0 for it."""
+    env = {**os.environ, "AUTOGRADER_CACHE": str(tmp_path / "cache")}
+    out = tmp_path / "out"
+    cmd = [
+        sys.executable,
+        "-m",
+        "autograder",
+        "grade",
+        str(one_student(tmp_path)),
+        "--out",
+        str(out),
+        "--notebooks",
+        NOTEBOOK[:2],
+        "--jobs",
+        "1",
+        "--quiet",
+        "--memory-mb",
+        "64",
+    ]
+    done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    line = refused_in_one_line(done, f"the master solution of {NOTEBOOK}")
+    assert "64 MiB" in line or "memory" in line.lower(), line
+    assert not (out / "grades.csv").exists()

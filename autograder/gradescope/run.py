@@ -197,7 +197,13 @@ def check(layout: Layout) -> int:
     print("(Gradescope decides again for each submission's container.)")
     # The proof on the master solutions, made once into the image: submissions find it cached.
     config = json.loads((layout.source / "gradescope.json").read_text(encoding="utf-8"))
-    args = ["prove", "--notebooks", ",".join(config["notebooks"])]
+    args = [
+        "prove",
+        "--notebooks",
+        ",".join(config["notebooks"]),
+        "--memory-mb",
+        str(config["limits"]["memory_mb"]),
+    ]  # as grade_args will grade
     return cli.main(args if jail else [*args, "--no-jail"])
 
 

@@ -131,16 +131,25 @@ def _observe(job: dict[str, Any], ns: dict[str, Any], cases: Any, error: str | N
     return observed
 
 
+MEMORY_MARGIN = 32 << 20  # bytes of the jail's bound left for the server's own use
+MEMORY_FLOOR = 64 << 20  # the least a child may allocate, however much the server holds
+
+
 def _limit(timeout: float, memory: int, file_bytes: int) -> None:
+    """Bounds of the child. It may allocate what its jail's memory bound leaves once the
+    server's resident pages (which it shares) are counted: one process that allocates too much
+    gets a MemoryError in the student's cell, the same every time, before the jail's cgroup
+    would stop the whole jail."""
     import resource
 
     try:
         with open("/proc/self/statm") as f:
-            vms = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
-    except OSError:
-        vms = 0
+            size, resident = (int(v) * os.sysconf("SC_PAGE_SIZE") for v in f.read().split()[:2])
+    except (OSError, ValueError):
+        size = resident = 0
+    room = max(MEMORY_FLOOR, memory - resident - MEMORY_MARGIN)
     for which, value in [
-        (resource.RLIMIT_AS, vms + memory),
+        (resource.RLIMIT_AS, size + room),
         (resource.RLIMIT_CPU, int(timeout) + 15),
         (resource.RLIMIT_FSIZE, file_bytes),
         (resource.RLIMIT_CORE, 0),
