@@ -346,6 +346,10 @@ def _prove(
         problems[task.notebook] = f"its worker failed ({type(err).__name__}: {str(err)[:200]})"
 
     log(f"proof: grading the master solutions of {', '.join(todo)} before any student")
+    if settings.progress:  # the first run waits for it: say why
+        print(f"proving the grader on the master solutions of {len(todo)} notebook"
+              f"{'s' if len(todo) != 1 else ''} first (once per grader and environment)...",
+              file=sys.stderr, flush=True)  # fmt: skip
     # default limits but the run's memory bound: a bound too small for the masters stops here
     limits = dataclasses.replace(Limits(), memory_mb=settings.limits.memory_mb)
     proving = dataclasses.replace(settings, limits=limits, progress=False)
