@@ -608,7 +608,8 @@ _FORK_AND_HOLD = """    _child = False
 """
 # In the kernel: 88 memfd files of 64 MiB held open (5.5 GiB that is in no process's RSS); in
 # a probe, the forked children above.
-MEMORY_OUTSIDE = """
+MEMORY_OUTSIDE = (
+    """
 import os as _os, time as _time
 if _os.environ.get("MPLBACKEND") != "Agg":
     _held = []
@@ -618,12 +619,17 @@ if _os.environ.get("MPLBACKEND") != "Agg":
             _os.write(_fd, b"x" * 2**20)
         _held.append(_fd)
 else:
-""" + _FORK_AND_HOLD
+"""
+    + _FORK_AND_HOLD
+)
 # Only in a probe: the forked children; the kernel runs the notebook as usual.
-PROBE_MEMORY = """
+PROBE_MEMORY = (
+    """
 import os as _os, time as _time
 if _os.environ.get("MPLBACKEND") == "Agg":
-""" + _FORK_AND_HOLD
+"""
+    + _FORK_AND_HOLD
+)
 # In a probe: observed.npz replaced by a deflated 256 MiB array (a few hundred KB on disk)
 # that observed.json refers to six times.
 BOMB = """
