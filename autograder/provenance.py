@@ -19,7 +19,7 @@ patches can reach:
   cells the probe ran, or one whose recorded line holds no definition in that cell's source,
   counts as imported. The child's record can only add to what the source shows.
 
-`screen` turns either into the observed marker `{"!imported": [names]}`, which the spec
+`screen` turns either into the observed marker `{probe.IMPORTED: [names]}`, which the spec
 scores 0 with the catalog id `imported-answer`.
 """
 
@@ -30,7 +30,8 @@ import functools
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-MARKER = "!imported"
+from autograder.probe import IMPORTED, MISSING
+
 # Modules whose names an answer may use freely: no course answer lives in them.
 ALLOWED = frozenset({
     "torch", "numpy", "math", "functools", "itertools", "typing", "dataclasses",
@@ -282,13 +283,13 @@ def screen(
 ) -> dict[str, Any]:
     """`observed`, or the `imported` marker when a graded name was not written in the cell.
 
-    An answer that never defined its names ("!missing") keeps that marker.
+    An answer that never defined its names (`probe.MISSING`) keeps that marker.
     """
     graded = list(names)
     if revealing_imports(source or "", setup):
-        return {MARKER: graded}
-    if "!missing" in observed:
+        return {IMPORTED: graded}
+    if MISSING in observed:
         return observed
     found = static_imports(source or "", graded, setup)
     found += [n for n in graded if n in (imported or {}) and n not in found]
-    return {MARKER: found} if found else observed
+    return {IMPORTED: found} if found else observed

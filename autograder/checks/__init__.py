@@ -14,6 +14,7 @@ from typing import Any
 
 from autograder.checks.base import CellResult, CellSpec
 from autograder.contract import CONTRACT
+from autograder.probe import MISSING
 
 ProbeFunction = Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]]
 
@@ -67,7 +68,7 @@ def run_in_process(
     missing = spec.missing_names(namespace)
     cases = spec.cases() if cases is None else cases
     if missing:
-        observed: dict[str, Any] = {"!missing": missing}
+        observed: dict[str, Any] = {MISSING: missing}
     else:
         observed = probe_callable(spec)(namespace, cases)
     return spec.evaluate(cases, observed)

@@ -7,3 +7,9 @@ strings, lists, dicts, numpy arrays) that the grader's judges read.
 """
 
 ERROR_SUFFIX = "!"  # observed[key + "!"] holds the error text when computing observed[key] failed
+
+# The observed data of an answer that never ran (the probe found nothing to call), in place of
+# what a probe records; the judges turn each into a zero with its reason (checks/base.py).
+MISSING = "!missing"  # observed[MISSING]: the graded names the answer cell did not define
+EXEC = "!exec"  # observed[EXEC]: the error text of the answer cell (or its cells) raising
+IMPORTED = "!imported"  # observed[IMPORTED]: graded names imported, not defined (provenance)

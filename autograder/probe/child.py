@@ -113,21 +113,22 @@ def _facts(obj: Any) -> dict[str, Any]:
 def _observe(job: dict[str, Any], ns: dict[str, Any], cases: Any, error: str | None) -> Any:
     import importlib
 
+    from . import EXEC, MISSING
     from .plain import error_text
 
     names = list(job["names"])
     missing = [n for n in names if n not in ns]
     if missing and error:
-        return {"!exec": error}
+        return {EXEC: error}
     if missing:
-        return {"!missing": missing}
+        return {MISSING: missing}
     try:
         module = importlib.import_module(f"{_PACKAGE}.{job['probe_module']}")
         observed = getattr(module, job["probe_function"])(ns, cases)
         if not isinstance(observed, dict):
-            observed = {"!exec": "the checks got nothing back from your code"}
+            observed = {EXEC: "the checks got nothing back from your code"}
     except BaseException as err:  # noqa: BLE001 - student code may raise anything
-        observed = {"!exec": error_text(err)}
+        observed = {EXEC: error_text(err)}
     return observed
 
 
