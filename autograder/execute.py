@@ -42,6 +42,8 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat import NotebookNode
 from nbformat.v4 import new_output
 
+from autograder.enums import Status
+
 if TYPE_CHECKING:
     from autograder.jail import Jail, Launch
 
@@ -53,7 +55,7 @@ KERNEL_FOLDER_BYTES = 4 * 2**20  # a jailed kernel's shared folder holds sockets
 @dataclass
 class Execution:
     notebook: NotebookNode
-    status: str  # ok | timeout | error
+    status: Status  # ok | timeout | error
     detail: str = ""
     seconds: float = 0.0
     waited: float = 0.0  # seconds spent getting a kernel ready
@@ -445,7 +447,7 @@ class KernelRunner:
             self._last = notebook
             client = self._client(nb, kernel, watchdog, deadline, cell_timeout)
             status, detail = self._run(client, watchdog, timeout, cell_timeout, memory_bytes)
-            if status == "ok" and watchdog.folder_overflows():  # a burst between two looks
+            if status == Status.OK and watchdog.folder_overflows():  # a burst between two looks
                 watchdog.reason = "disk"
                 status, detail = _died(watchdog, timeout, memory_bytes)
             if watchdog.reason != "memory" and watchdog.over_memory():  # since the last look
@@ -461,8 +463,8 @@ class KernelRunner:
             watchdog.kill()
             if kernel is not None:
                 self._call(self._stop(kernel, client))
-        if status == "ok" and watchdog.reason == "timeout":
-            status, detail = "timeout", f"the notebook ran longer than {timeout:g} s"
+        if status == Status.OK and watchdog.reason == "timeout":
+            status, detail = Status.TIMEOUT, f"the notebook ran longer than {timeout:g} s"
         return Execution(nb, status, detail, time.monotonic() - start, waited)
 
     def _client(
@@ -491,16 +493,16 @@ class KernelRunner:
         timeout: float,
         cell_timeout: float,
         memory_bytes: int,
-    ) -> tuple[str, str]:
+    ) -> tuple[Status, str]:
         try:
             self._call(client.async_execute())
         except CellTimeoutError:
             if time.monotonic() >= watchdog.deadline - 1:
-                return "timeout", f"the notebook ran longer than {timeout:g} s"
-            return "timeout", f"a cell ran longer than {cell_timeout:g} s"
+                return Status.TIMEOUT, f"the notebook ran longer than {timeout:g} s"
+            return Status.TIMEOUT, f"a cell ran longer than {cell_timeout:g} s"
         except DeadKernelError:
             return _died(watchdog, timeout, memory_bytes)
-        return "ok", ""
+        return Status.OK, ""
 
 
 def _guess_next(
@@ -537,22 +539,22 @@ def bound_memory(kernel: Kernel, watchdog: Watchdog, memory_bytes: int) -> None:
     watchdog.cgroup = cgroup
 
 
-def _died(watchdog: Watchdog, timeout: float, memory_bytes: int) -> tuple[str, str]:
+def _died(watchdog: Watchdog, timeout: float, memory_bytes: int) -> tuple[Status, str]:
     if watchdog.reason is None and watchdog.over_memory():  # the kernel killed for memory
         watchdog.reason = "memory"
     if watchdog.reason == "timeout":
-        return "timeout", f"the notebook ran longer than {timeout:g} s"
+        return Status.TIMEOUT, f"the notebook ran longer than {timeout:g} s"
     if watchdog.reason == "memory":
         mib = memory_bytes // 2**20
         if watchdog.cgroup is not None:
-            return "error", (
+            return Status.ERROR, (
                 f"the kernel was stopped: its jail used more than {mib} MiB of memory (its "
                 "processes, shared memory and files in /tmp together)"
             )
-        return "error", f"the kernel was stopped for using more than {mib} MiB of memory"
+        return Status.ERROR, f"the kernel was stopped for using more than {mib} MiB of memory"
     if watchdog.reason == "disk":
-        return "error", "the kernel was stopped for writing too much into the grader's folder"
-    return "error", "the kernel died (os._exit, a crash, or killed by the system)"
+        return Status.ERROR, "the kernel was stopped for writing too much into the grader's folder"
+    return Status.ERROR, "the kernel died (os._exit, a crash, or killed by the system)"
 
 
 def _quiet_log() -> logging.Logger:

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from autograder.contract import ASSIGNMENT
+from autograder.enums import Status
 
 CANVAS_FIXED = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
 CANVAS_IDS = CANVAS_FIXED[1:4]
@@ -45,7 +46,7 @@ class Final:
 
     student: str
     notebook: str  # file name, e.g. 02_queries_and_keys.ipynb
-    status: str  # the grader's: ok, missing, unanswered, invalid, timeout, error
+    status: Status  # the grader's
     autograded: float = 0.0
     autograded_max: float = 0.0
     manual: float = 0.0
@@ -68,7 +69,7 @@ class Final:
         return "done" if self.manual_max else "none"
 
 
-def _statuses(out: Path) -> dict[tuple[str, str], str]:
+def _statuses(out: Path) -> dict[tuple[str, str], Status]:
     """The grader's status of each (student, notebook stem): the gradebook's, else grades.csv's
     (a gradebook written before it kept them)."""
     from autograder.gradebook import statuses
@@ -79,9 +80,10 @@ def _statuses(out: Path) -> dict[tuple[str, str], str]:
     try:
         with open(out / "grades.csv", newline="", encoding="utf-8") as f:
             return {
-                (r["student"], Path(r["notebook"]).stem): r["status"] for r in csv.DictReader(f)
+                (r["student"], Path(r["notebook"]).stem): Status(r["status"])
+                for r in csv.DictReader(f)
             }
-    except (OSError, KeyError):
+    except (OSError, KeyError, ValueError):
         return {}
 
 
@@ -104,12 +106,12 @@ def collect(out: Path) -> list[Final]:
         }
         for student in sorted(s.id for s in gb.students):
             for nb in notebooks:
-                status = statuses.get((student, nb), "ok")
+                status = statuses.get((student, nb), Status.OK)
                 final = Final(student, f"{nb}.ipynb", status)
                 try:
                     graded = gb.find_submission_notebook(nb, ASSIGNMENT, student).grades
                 except MissingEntry:
-                    final.status, graded = "missing", []
+                    final.status, graded = Status.MISSING, []
                     final.autograded_max, final.manual_max = _maxima(gb, nb, manual_cells[nb])
                 for grade in graded:
                     _add(final, grade, grade.name in manual_cells[nb])
@@ -189,7 +191,7 @@ class Platform:
 
     def cell(self, f: Final) -> str | None:
         """The grade to import, or None when it is not known (the student is left out)."""
-        if f.status == "missing":
+        if f.status == Status.MISSING:
             return "0" if self.missing_zero else None
         if f.waiting and not self.partial:
             return None
@@ -225,7 +227,7 @@ def platform_files(finals: list[Final], p: Platform) -> Export:
                 continue
             value = p.cell(f)
             if value is None:
-                why = "not handed in" if f.status == "missing" else "hand grading not done"
+                why = "not handed in" if f.status == Status.MISSING else "hand grading not done"
                 result.left_out.setdefault(notebook, []).append(f"{f.student} ({why})")
                 continue
             rows.append((ids[f.student], _name(p, f.student), value))

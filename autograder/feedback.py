@@ -36,11 +36,13 @@ from autograder.alt_text import describe_images
 from autograder.catalog import describe
 from autograder.checks.base import CellResult
 from autograder.contract import test_cell_id
+from autograder.enums import CellState, Reason, Status
 from autograder.grades import NotebookGrade
 from autograder.handgrading import NONE, Hand, Settled
 from autograder.notebook_io import grade_id, is_answer, is_test
 from autograder.sanitise import clean_metadata
 from autograder.settings import Limits
+from autograder.wording import STUB, status_words
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 CSP = (
@@ -53,6 +55,7 @@ WIDGET_MIMES = (
     "application/vnd.jupyter.widget-state+json",
 )
 IMAGE_LIMIT = 2 * 2**20  # characters of one base64 image kept on the page
+STATUS_CLASSES = {Status.OK: "status-ok", Status.UNANSWERED: "status-wait"}  # else status-bad
 SUMMARY_START, SUMMARY_END = "<!-- grader-summary -->", "<!-- /grader-summary -->"
 ACTIVE_NOTE = "The notebook itself is not shown: it held active content."
 
@@ -66,7 +69,8 @@ def templates() -> Environment:
     env = Environment(
         loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html", "j2"])
     )
-    env.globals.update(fmt=_fmt, describe=describe)
+    env.globals.update(fmt=_fmt, describe=describe, stub_words=STUB)
+    env.globals.update(Status=Status, CellState=CellState, Reason=Reason)
     return env
 
 
@@ -86,7 +90,7 @@ def summary_html(grade: NotebookGrade, notebook_shown: bool, hand: Hand = NONE) 
     """The first screen of the feedback page, the instructor's hand grading applied, between
     two markers by which `with_hand_grading` finds it again."""
     status = grade.status
-    klass = {"ok": "status-ok", "unanswered": "status-wait"}.get(status, "status-bad")
+    klass = STATUS_CLASSES.get(status, "status-bad")
     rule = "Your notebook as it was graded:" if notebook_shown else ""
     html = (
         templates()
@@ -96,6 +100,7 @@ def summary_html(grade: NotebookGrade, notebook_shown: bool, hand: Hand = NONE) 
             settled=Settled(grade, hand),
             status_class=klass,
             status_label=status,
+            status_words=status_words(grade),
             show_cells=bool(grade.cells) and grade.submitted,
             rule=rule,
         )

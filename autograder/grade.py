@@ -33,8 +33,8 @@ from autograder.discover import (
     read_class,
     read_file,
 )
+from autograder.enums import Status
 from autograder.executor import run_tasks
-from autograder.grades import STATUSES
 from autograder.intake import PRESETS, Pattern, PatternError
 from autograder.jail import JailUnavailable
 from autograder.outdir import autograded_path, feedback_path, log_path
@@ -217,7 +217,7 @@ def run(
         write_outputs(out, grades, masters, not settings.jail, choices_of(subs), notices.lines)
         log.lap("outputs")
         if settings.progress:
-            counts = {s: sum(g.status == s for g in grades) for s in STATUSES}
+            counts = {s: sum(g.status == s for g in grades) for s in Status}
             summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
             print(
                 f"graded {len(subs)} students x {len(masters)} notebooks in "

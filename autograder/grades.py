@@ -6,6 +6,8 @@ These are the one shape of a grade: the worker returns them, the state files sto
 mistakes, the problem in words); a manually graded cell (a written answer) carries its points
 and its state (`waiting` for the instructor, or `unanswered`). The notebook's score is the sum
 of its autograded points; its max_score counts every graded cell, manual ones included.
+Statuses, cell states and zero-score reasons are the `StrEnum`s of enums.py (re-exported here);
+what they mean in words is said by the pages (wording.py), not by these types.
 """
 
 from __future__ import annotations
@@ -14,48 +16,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from autograder.checks.base import CellResult, Scorer
+from autograder.enums import CellState, Reason, Status
 
-STATUSES = ("ok", "missing", "unanswered", "invalid", "timeout", "error")
-MANUAL_STATES = ("waiting", "unanswered")
-
-STATUS_WORDS = {
-    "ok": "Your notebook ran to the end{cells}.",
-    "unanswered": (
-        "Every answer cell still holds the empty stub it was handed out with: nothing was "
-        "answered yet, so nothing could earn points."
-    ),
-    "timeout": (
-        "Your notebook did not finish in time ({detail}). Each answer cell was still graded "
-        "on its own, so the points below are what your answers earned."
-    ),
-    "error": (
-        "The Python kernel running your notebook stopped ({detail}). Each answer cell was "
-        "still graded on its own, so the points below are what your answers earned."
-    ),
-    "invalid": (
-        "This file could not be read as a notebook ({detail}), so nothing in it could be "
-        "graded. Open it in Jupyter, save it again and resubmit the .ipynb file itself."
-    ),
-    "missing": "This notebook was not submitted.",
-}
-
-
-RAISED = "the answer cell raised"  # the start of a problem: the cell ran and raised (checks/)
-NOT_ANSWERED = "not answered yet"  # the start of a problem: the cell still holds its stub
-
-
-def _count(n: int, one: str, many: str) -> str:
-    return f"1 answer cell {one}" if n == 1 else f"{n} answer cells {many}"
+STATUSES = tuple(Status)  # in the order the report and the log count them
 
 
 def round_points(x: float) -> float:
     return round(float(x), 6)
 
 
-def zero(grade_id: str, points: float, problem: str) -> CellResult:
-    """A zero for a cell whose answer was never judged, with the reason in words."""
+def zero(grade_id: str, points: float, reason: Reason, problem: str) -> CellResult:
+    """A zero for a cell whose answer was never judged: the reason, and the problem in words."""
     return Scorer(grade_id).fail_all(
-        [("the answer cell runs and defines its names", points)], problem
+        [("the answer cell runs and defines its names", points)], problem, reason
     )
 
 
@@ -69,7 +42,10 @@ class CellGrade:
     result: CellResult | None = None  # autograded cells only
     anchor: str = ""  # the cell's id in the graded notebook (a link target on the page)
     manual: bool = False
-    state: str = "graded"  # graded | waiting | unanswered (the last two: manual cells)
+    state: CellState = CellState.GRADED  # waiting, unanswered: manual cells only
+
+    def __post_init__(self) -> None:
+        self.state = CellState(self.state)  # ValueError on a state no grader writes
 
     @property
     def mistakes(self) -> list[str]:
@@ -105,7 +81,7 @@ class CellGrade:
             result=CellResult.from_dict(result) if result else None,
             anchor=str(data.get("anchor", "")),
             manual=bool(data.get("manual", False)),
-            state=str(data.get("state", "graded")),
+            state=CellState(data.get("state", CellState.GRADED)),
         )
 
 
@@ -115,7 +91,7 @@ class NotebookGrade:
 
     student: str
     notebook: str
-    status: str
+    status: Status
     detail: str = ""
     file: str | None = None  # the graded file, relative to the student's folder
     key: str = ""  # digest of the submission, the master and the grading code
@@ -128,6 +104,7 @@ class NotebookGrade:
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
             raise ValueError(f"unknown status {self.status!r}")
+        self.status = Status(self.status)
 
     @property
     def score(self) -> float:
@@ -144,30 +121,12 @@ class NotebookGrade:
     @property
     def manual_state(self) -> str:
         """`waiting` when a written answer awaits hand grading, else "" (none pending)."""
-        return "waiting" if any(c.manual and c.state == "waiting" for c in self.cells) else ""
+        waiting = any(c.manual and c.state == CellState.WAITING for c in self.cells)
+        return CellState.WAITING if waiting else ""
 
     @property
     def submitted(self) -> bool:
-        return self.status not in ("missing", "invalid") and not self.synthetic
-
-    def words(self) -> str:
-        """The status in a sentence a student understands."""
-        return STATUS_WORDS[self.status].format(
-            detail=self.detail or "no detail", cells=self._cells_words()
-        )
-
-    def _cells_words(self) -> str:
-        """How the answer cells went, when some raised or are not answered yet ("" if none)."""
-        problems = [c.result.problem for c in self.cells if c.result and c.result.problem]
-        raised = sum(p.startswith(RAISED) for p in problems)
-        unanswered = sum(p.startswith(NOT_ANSWERED) for p in problems)
-        unanswered += sum(c.manual and c.state == "unanswered" for c in self.cells)
-        parts = []
-        if raised:
-            parts.append(_count(raised, "raised an error", "raised an error"))
-        if unanswered:
-            parts.append(_count(unanswered, "is not answered yet", "are not answered yet"))
-        return f", but {' and '.join(parts)} (see below)" if parts else ""
+        return self.status.submitted and not self.synthetic
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -192,7 +151,7 @@ class NotebookGrade:
         return cls(
             student=str(data["student"]),
             notebook=str(data["notebook"]),
-            status=str(data["status"]),
+            status=Status(data["status"]),
             detail=str(data.get("detail", "")),
             file=data.get("file"),
             key=str(data.get("key", "")),

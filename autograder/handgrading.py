@@ -17,7 +17,11 @@ from functools import cached_property
 from pathlib import Path
 
 from autograder.contract import ASSIGNMENT, test_cell_id
+from autograder.enums import CellState
 from autograder.grades import CellGrade, NotebookGrade, round_points
+
+BY_HAND = "by hand"  # cells.csv's state of a cell whose points the instructor gave
+WAITING = CellState.WAITING
 
 TEST_PREFIX = test_cell_id("")
 
@@ -96,7 +100,7 @@ class Row:
 
     cell: CellGrade
     score: float
-    state: str  # graded | waiting | unanswered | by hand
+    state: str  # a CellState, or BY_HAND
     by_hand: bool  # points given (or replaced) by the instructor
     extra: float
     comment: str
@@ -116,7 +120,7 @@ class Settled:
             hand = self.hand.cells.get(cell.grade_id, CellHand())
             by_hand = hand.score is not None
             score = float(hand.score) if by_hand else cell.score  # type: ignore[arg-type]
-            state = "by hand" if by_hand else cell.state
+            state = BY_HAND if by_hand else cell.state
             rows.append(Row(cell, round_points(score), state, by_hand, hand.extra, hand.comment))
         return rows
 
@@ -128,15 +132,15 @@ class Settled:
     @property
     def waiting(self) -> list[str]:
         """Written answers still waiting for the instructor."""
-        return [r.cell.grade_id for r in self.rows if r.cell.manual and r.state == "waiting"]
+        return [r.cell.grade_id for r in self.rows if r.cell.manual and r.state == WAITING]
 
     @property
     def waiting_max(self) -> float:
-        return round_points(sum(r.cell.max_score for r in self.rows if r.state == "waiting"))
+        return round_points(sum(r.cell.max_score for r in self.rows if r.state == WAITING))
 
     @property
     def manual_state(self) -> str:
-        return "waiting" if self.waiting else ""
+        return CellState.WAITING if self.waiting else ""
 
     @property
     def by_hand(self) -> bool:

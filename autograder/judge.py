@@ -23,12 +23,14 @@ from autograder.checks import notebook_specs
 from autograder.checks.base import CellResult, CellSpec
 from autograder.context import Names, Plan
 from autograder.discover import Master
+from autograder.enums import Reason
 from autograder.grades import zero
 from autograder.provenance import screen
 from autograder.rebuild import normalise
 from autograder.sandbox import ProbeJob
 
 NOT_ANSWERED = "not answered yet: the cell still holds the stub it was handed out with"
+NO_CHECKS = "no checks are registered for this cell (a course bug)"
 OUT_OF_TIME = "the notebook's time budget was used up before this cell could be graded"
 
 
@@ -97,16 +99,20 @@ class Judge:
         spec = self.specs.get(gid)
         if spec is None:
             self.notes.append(f"{gid}: no checks registered; tell your instructor.")
-            return zero(gid, points, "no checks are registered for this cell (a course bug)")
+            return zero(gid, points, Reason.GRADER_ERROR, NO_CHECKS)
         if answers.get(gid) is None:
-            return zero(gid, points, "the answer cell is missing from your notebook")
+            return zero(
+                gid, points, Reason.MISSING, "the answer cell is missing from your notebook"
+            )
         if is_stub(self.master, gid, answers[gid]):
-            return zero(gid, points, NOT_ANSWERED)
+            return zero(gid, points, Reason.UNANSWERED, NOT_ANSWERED)
         try:
             return self._probe_and_judge(spec, gid, points, answers)
         except Exception as err:  # a bug in the checks must not stop the class
             self.notes.append(f"{gid}: internal grader error, tell your instructor: {err!r}")
-            return zero(gid, points, f"the grader failed on this cell ({err!r})")
+            return zero(
+                gid, points, Reason.GRADER_ERROR, f"the grader failed on this cell ({err!r})"
+            )
 
     def _probe_and_judge(
         self, spec: CellSpec, gid: str, points: float, answers: dict[str, str | None]
@@ -117,7 +123,7 @@ class Judge:
         while True:
             left = self.deadline - time.monotonic()
             if left < 1:
-                return zero(gid, points, OUT_OF_TIME)
+                return zero(gid, points, Reason.OUT_OF_TIME, OUT_OF_TIME)
             if self.cell_timeout is not None:  # never past the notebook's budget
                 self.sandbox.cell_timeout = max(1.0, min(self.cell_timeout, left))
             running = [(g, src) for g, src in cells if g not in self.skip]
@@ -136,7 +142,7 @@ class Judge:
         if outcome.observed is None:
             if culprit == gid:
                 self.skip.add(gid)
-            return zero(gid, points, outcome.problem)
+            return zero(gid, points, Reason.STOPPED, outcome.problem)
         observed = outcome.observed
         # graded names imported instead of defined score 0
         observed = screen(observed, answers[gid], spec.names, outcome.imported, self.master.setup)

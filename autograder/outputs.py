@@ -33,6 +33,7 @@ from pathlib import Path
 from autograder import handgrading
 from autograder.contract import CONTRACT
 from autograder.discover import Choice, Master, Submission, load_masters
+from autograder.enums import CellState, Reason, Status
 from autograder.feedback import summary_page, with_hand_grading
 from autograder.gradebook import write_gradebook
 from autograder.grades import CellGrade, NotebookGrade, zero
@@ -43,18 +44,21 @@ from autograder.state import StateStore, atomic_write
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 NOT_GRADED = "the grader could not grade this file (see grader.log)"
+PLACEHOLDER_PROBLEMS = {  # the zero of each autograded cell of a notebook no worker graded
+    Status.MISSING: (Reason.NOT_SUBMITTED, "not submitted"),
+    Status.INVALID: (Reason.UNREADABLE, "the file could not be read"),
+}
 
 
 def placeholder(
-    sub: Submission, notebook: str, master: Master, status: str, detail: str = ""
+    sub: Submission, notebook: str, master: Master, status: Status, detail: str = ""
 ) -> NotebookGrade:
     """A grade for a notebook that no worker graded: missing, refused or failed."""
-    problem = {"missing": "not submitted", "invalid": "the file could not be read"}
-    cells = [
-        CellGrade.judged(zero(g, p, problem.get(status, "not graded")), p, g)
-        for g, p in master.graded.items()
+    reason, problem = PLACEHOLDER_PROBLEMS.get(status, (Reason.NOT_GRADED, "not graded"))
+    cells = [CellGrade.judged(zero(g, p, reason, problem), p, g) for g, p in master.graded.items()]
+    cells += [
+        CellGrade(g, p, 0.0, None, g, True, CellState.UNANSWERED) for g, p in master.manual.items()
     ]
-    cells += [CellGrade(g, p, 0.0, None, g, True, "unanswered") for g, p in master.manual.items()]
     path = sub.files.get(notebook)
     return NotebookGrade(
         sub.student,
@@ -79,13 +83,13 @@ def collect(
     for sub in subs:
         for notebook, master in masters.items():
             if notebook in sub.invalid:
-                grade = placeholder(sub, notebook, master, "invalid", sub.invalid[notebook])
+                grade = placeholder(sub, notebook, master, Status.INVALID, sub.invalid[notebook])
             elif notebook in sub.files:
                 key = keys.get((sub.student, notebook))
                 grade = store.load(sub.student, notebook, key) if key else None
-                grade = grade or placeholder(sub, notebook, master, "error", NOT_GRADED)
+                grade = grade or placeholder(sub, notebook, master, Status.ERROR, NOT_GRADED)
             else:
-                grade = placeholder(sub, notebook, master, "missing")
+                grade = placeholder(sub, notebook, master, Status.MISSING)
             grades.append(grade)
     return grades
 

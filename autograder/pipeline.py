@@ -29,6 +29,7 @@ from nbformat import NotebookNode
 from autograder.checks import notebook_specs
 from autograder.checks.base import CellResult
 from autograder.discover import Master, load_masters, parse_json
+from autograder.enums import CellState, Reason, Status
 from autograder.execute import KernelRunner
 from autograder.feedback import page, prepare_notebook, summary_page
 from autograder.grades import CellGrade, NotebookGrade, zero
@@ -130,7 +131,8 @@ def cell_grades(
             cells.append(CellGrade.judged(results[gid], master.graded[gid], anchors.get(gid, gid)))
         elif gid in master.manual and is_answer(c):
             src = answers.get(gid)
-            state = "unanswered" if src is None or is_stub(master, gid, src) else "waiting"
+            blank = src is None or is_stub(master, gid, src)
+            state = CellState.UNANSWERED if blank else CellState.WAITING
             cells.append(
                 CellGrade(gid, master.manual[gid], 0.0, None, anchors.get(gid, gid), True, state)
             )
@@ -148,7 +150,7 @@ def _grade(task: Task, runtime: Runtime, start: float) -> Outcome:
     if master.key != task.master_key:
         raise RuntimeError("this worker grades with another version of the course or grader")
     grade = NotebookGrade(
-        task.student, task.notebook, "ok", file=task.file, key=task.key,
+        task.student, task.notebook, Status.OK, file=task.file, key=task.key,
         notes=list(task.notes), unjailed=not runtime.jailed,
     )  # fmt: skip
     student_nb, problem = parse_notebook(task.content)
@@ -159,9 +161,9 @@ def _grade(task: Task, runtime: Runtime, start: float) -> Outcome:
         except Exception as err:  # any file may be hostile: that file is invalid, no more
             problem = f"its cells could not be read ({type(err).__name__})"
     if rebuilt is None:
-        grade.status, grade.detail = "invalid", problem
+        grade.status, grade.detail = Status.INVALID, problem
         grade.cells = cell_grades(
-            master, _zeros(master, "the notebook file could not be read"), {}, {}
+            master, _zeros(master, Reason.UNREADABLE, "the notebook file could not be read"), {}, {}
         )
         return Outcome(grade, summary_page(grade))
     if not has_nbgrader_metadata(student_nb):
@@ -175,14 +177,16 @@ def _grade(task: Task, runtime: Runtime, start: float) -> Outcome:
         g: c.get("id", g) for c in rebuilt.notebook.cells if is_answer(c) and (g := grade_id(c))
     }
     if unanswered(master, answers):
-        grade.status = "unanswered"
-        grade.cells = cell_grades(master, _zeros(master, NOT_ANSWERED), answers, anchors)
+        grade.status = Status.UNANSWERED
+        grade.cells = cell_grades(
+            master, _zeros(master, Reason.UNANSWERED, NOT_ANSWERED), answers, anchors
+        )
         return Outcome(grade, summary_page(grade))
     return _run_and_judge(task, runtime, grade, rebuilt, answers, anchors, start)
 
 
-def _zeros(master: Master, problem: str) -> dict[str, CellResult]:
-    return {g: zero(g, p, problem) for g, p in master.graded.items()}
+def _zeros(master: Master, reason: Reason, problem: str) -> dict[str, CellResult]:
+    return {g: zero(g, p, reason, problem) for g, p in master.graded.items()}
 
 
 def _run_and_judge(
@@ -215,8 +219,8 @@ def _run_and_judge(
     results = scoring.result()
     probed = time.monotonic()
     grade.notes += judge.notes
-    if judge.out_of_memory and grade.status == "ok":  # a probe's jail was stopped for memory
-        grade.status = "error"
+    if judge.out_of_memory and grade.status == Status.OK:  # a probe's jail was stopped for memory
+        grade.status = Status.ERROR
         grade.detail = (
             f"the jail running {', '.join(judge.out_of_memory)} used more than "
             f"{limits.memory_mb} MiB of memory and was stopped; the other cells keep their points"

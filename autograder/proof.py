@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from autograder.discover import InputError, Master
+from autograder.enums import Status
 from autograder.paths import ROOT
 from autograder.settings import Limits, Settings
 from autograder.state import atomic_write
@@ -238,7 +239,7 @@ def _errors(executed: str | None) -> list[str]:
 def failure(outcome: Outcome) -> str:
     """Why a master's grade is not a proof, in words ("" when it is one)."""
     grade = outcome.grade
-    if grade.status != "ok":
+    if grade.status != Status.OK:
         return f"it is graded {grade.status} ({grade.detail or 'no detail'})"
     short = [c for c in grade.cells if not c.manual and c.score < c.max_score]
     if short:

@@ -26,8 +26,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from autograder.discover import Choice, Master  # noqa: E402
+from autograder.enums import Status  # noqa: E402
 from autograder.feedback import CSP, templates  # noqa: E402
-from autograder.grades import STATUSES  # noqa: E402
 from autograder.handgrading import Settled  # noqa: E402
 from autograder.outdir import feedback_path  # noqa: E402
 from autograder.state import atomic_write  # noqa: E402
@@ -191,7 +191,7 @@ def write_report(
         }
         for (nb, gid), n in numbers.tried.items()
     ]
-    counts = [(s, n) for s in STATUSES if (n := sum(g.status == s for g in grades))]
+    counts = [(s, n) for s in Status if (n := sum(g.status == s for g in grades))]
     html = (
         templates()
         .get_template("report.html.j2")

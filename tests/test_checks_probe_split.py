@@ -18,6 +18,7 @@ import torch
 import autograder.probe
 from autograder.checks import all_specs, probe_callable, run_in_process, spec_for
 from autograder.checks.base import CellSpec
+from autograder.enums import Reason
 
 PROBE_DIR = Path(autograder.probe.__file__).parent
 ALIAS = "jailprobe"
@@ -134,20 +135,34 @@ class _Named(CellSpec):
 
 
 @pytest.mark.parametrize(
-    ("observed", "words", "named"),
+    ("observed", "reason", "words", "named"),
     [
-        ({"!imported": ["average_loop"]}, "imported", ["imported-answer"]),
-        ({"!missing": ["average_loop"]}, "not defined", []),
-        ({"!exec": "NameError: name 'x' is not defined"}, "raised NameError", []),
+        ({"!imported": ["average_loop"]}, Reason.IMPORTED, "imported", ["imported-answer"]),
+        ({"!missing": ["average_loop"]}, Reason.UNDEFINED, "not defined", []),
+        ({"!exec": "NameError: name 'x' is not defined"}, Reason.RAISED, "raised NameError", []),
     ],
 )
 def test_an_answer_that_never_ran_scores_zero_with_the_reason(
-    observed: dict[str, Any], words: str, named: list[str]
+    observed: dict[str, Any], reason: Reason, words: str, named: list[str]
 ) -> None:
+    """The probe's markers (autograder.probe.IMPORTED, MISSING, EXEC: the strings the jailed
+    child writes) each give a zero with its `Reason`, and the problem in words."""
+    assert set(observed) <= {
+        autograder.probe.IMPORTED,
+        autograder.probe.MISSING,
+        autograder.probe.EXEC,
+    }
     result = _Named().evaluate({}, observed)
     assert result.score == 0 and result.max_score == 3.0
-    assert words in result.problem
+    assert result.reason == reason and words in result.problem
     assert result.mistakes == named
+
+
+def test_a_judged_answer_has_no_reason() -> None:
+    """Only an answer that never ran has a reason: a judged one, right or wrong, has none."""
+    spec = spec_for("average-loop")
+    wrong = run_in_process(spec, {"average_loop": lambda x: x})
+    assert wrong.score < wrong.max_score and wrong.reason is None
 
 
 def test_grade_in_notebook_runs_the_probe_from_the_probe_package(capsys) -> None:

@@ -15,11 +15,13 @@ import pytest
 from autograder.catalog import describe
 from autograder.checks.base import CellResult, Check
 from autograder.discover import InputError
-from autograder.grades import NOT_ANSWERED, CellGrade, NotebookGrade, zero
+from autograder.enums import Reason
+from autograder.grades import CellGrade, NotebookGrade, zero
 from autograder.gradescope import build, main
 from autograder.gradescope.results import STUB, failure, results
 from autograder.gradescope.schema import problems
 from autograder.settings import Limits
+from autograder.wording import status_words
 
 NB02 = "02_queries_and_keys.ipynb"
 
@@ -67,7 +69,7 @@ def test_each_graded_cell_is_a_test_with_the_pages_words() -> None:
         _cell("param-count", 1, True),
         CellGrade("why-not-T", 1.0, manual=True, state="waiting"),
         CellGrade("other-words", 2.0, manual=True, state="unanswered"),
-        CellGrade.judged(zero("shape-table", 4, f"{NOT_ANSWERED}: the stub"), 4, "x"),
+        CellGrade.judged(zero("shape-table", 4, Reason.UNANSWERED, "the stub"), 4, "x"),
     ])  # fmt: skip
     doc = results([grade], 12.34, "isolated somehow", "after_due_date")
     assert problems(doc) == []
@@ -87,7 +89,7 @@ def test_each_graded_cell_is_a_test_with_the_pages_words() -> None:
     assert {t["visibility"] for t in doc["tests"]} == {"after_due_date"}
     assert [t["number"] for t in doc["tests"]] == ["02.1", "02.2", "02.3", "02.4", "02.5"]
     assert doc["score"] == grade.score == 1.0 and doc["execution_time"] == 12.3
-    assert grade.words() in doc["output"] and "isolated somehow" in doc["output"]
+    assert status_words(grade) in doc["output"] and "isolated somehow" in doc["output"]
     assert "3 more points are for written answers" in doc["output"]
 
 

@@ -17,9 +17,11 @@ from nbclient import NotebookClient
 from nbformat.v4 import new_code_cell, new_notebook
 
 from autograder.checks.base import CellResult, Check
+from autograder.enums import CellState, Reason, Status
 from autograder.grades import CellGrade, NotebookGrade
 from autograder.probe.child import answer_label
 from autograder.probe.plain import error_text
+from autograder.wording import status_words
 
 ROOT = Path(__file__).resolve().parents[1]
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -144,28 +146,44 @@ def test_an_earlier_stub_is_named_not_an_empty_message() -> None:
     assert error_text(KeyError()) == "KeyError", "no colon with nothing after it"
 
 
-def _cell(gid: str, problem: str = "") -> CellGrade:
-    result = CellResult(gid, [Check("c", 1.0, 0.0 if problem else 1.0)], [], problem)
+def _cell(gid: str, problem: str = "", reason: Reason | None = None) -> CellGrade:
+    result = CellResult(gid, [Check("c", 1.0, 0.0 if problem else 1.0)], [], problem, reason)
     return CellGrade.judged(result, 1.0, gid)
 
 
 def test_status_ok_says_which_answer_cells_raised_or_are_not_answered() -> None:
     cells = [
         _cell("a"),
-        _cell("b", "the answer cell raised NotImplementedError from `f` of answer cell a: ..."),
-        _cell("c", "the answer cell raised ValueError: bad shape"),
-        _cell("d", "not answered yet: the cell still holds `raise NotImplementedError()`"),
-        CellGrade("why", 1.0, 0.0, None, "why", True, "unanswered"),
+        _cell("b", "NotImplementedError from `f` of answer cell a: ...", Reason.RAISED),
+        _cell("c", "ValueError: bad shape", Reason.RAISED),
+        _cell("d", "the cell still holds `raise NotImplementedError()`", Reason.UNANSWERED),
+        CellGrade("why", 1.0, 0.0, None, "why", True, CellState.UNANSWERED),
     ]
-    grade = NotebookGrade("ann", "02_queries_and_keys.ipynb", "ok", cells=cells)
-    assert grade.words() == (
+    grade = NotebookGrade("ann", "02_queries_and_keys.ipynb", Status.OK, cells=cells)
+    assert status_words(grade) == (
         "Your notebook ran to the end, but 2 answer cells raised an error and 2 answer cells "
         "are not answered yet (see below)."
     )
     grade.cells = [_cell("a"), cells[1]]
     assert (
-        grade.words() == "Your notebook ran to the end, but 1 answer cell raised an error "
+        status_words(grade) == "Your notebook ran to the end, but 1 answer cell raised an error "
         "(see below)."
     )
     grade.cells = [_cell("a")]
-    assert grade.words() == "Your notebook ran to the end."
+    assert status_words(grade) == "Your notebook ran to the end."
+
+
+def test_the_status_words_count_reasons_not_sentences() -> None:
+    """A problem that reads like "raised" or "not answered yet" but has another reason (or
+    none: a judged answer) is not counted; the words of each reason are the pages' own."""
+    cells = [
+        _cell("a", "the answer cell raised a question of style", Reason.GRADER_ERROR),
+        _cell("b", "not answered yet, says the checks' detail"),
+        _cell("c", "", Reason.OUT_OF_TIME),
+    ]
+    grade = NotebookGrade("ann", "02_queries_and_keys.ipynb", Status.OK, cells=cells)
+    assert status_words(grade) == "Your notebook ran to the end."
+    grade.cells.append(_cell("d", "the cell still holds its stub", Reason.UNANSWERED))
+    assert status_words(grade) == (
+        "Your notebook ran to the end, but 1 answer cell is not answered yet (see below)."
+    )

@@ -26,9 +26,8 @@ from typing import Any
 import numpy as np
 
 from autograder.catalog import describe
-from autograder.probe import ERROR_SUFFIX
-
-MARKERS = ("!missing", "!exec", "!imported")  # observed data of an answer that never ran
+from autograder.enums import Reason
+from autograder.probe import ERROR_SUFFIX, EXEC, IMPORTED, MISSING
 
 
 @dataclass
@@ -53,6 +52,7 @@ class CellResult:
     checks: list[Check] = field(default_factory=list)
     mistakes: list[str] = field(default_factory=list)
     problem: str = ""  # why the answer could not be run at all, in words
+    reason: Reason | None = None  # why it scored zero unjudged (None: judged, or nothing wrong)
 
     @property
     def score(self) -> float:
@@ -68,6 +68,7 @@ class CellResult:
             "checks": [vars(c) for c in self.checks],
             "mistakes": list(self.mistakes),
             "problem": self.problem,
+            "reason": self.reason,
         }
 
     @classmethod
@@ -77,6 +78,7 @@ class CellResult:
             checks=[Check(**c) for c in data["checks"]],
             mistakes=list(data["mistakes"]),
             problem=data.get("problem", ""),
+            reason=_reason(data),
         )
 
     def render(self) -> str:
@@ -98,6 +100,23 @@ def _fmt(x: float) -> str:
     return f"{x:g}"
 
 
+# The reasons of results saved before `reason` was (state files written by earlier versions):
+# the start of the problem each was written with, read once when such a file is loaded.
+LEGACY_REASONS = (
+    ("the answer cell raised", Reason.RAISED),
+    ("not answered yet", Reason.UNANSWERED),
+)
+
+
+def _reason(data: dict[str, Any]) -> Reason | None:
+    """The saved reason; for a result saved before there was one, the reason its problem was
+    written for (the only two that were ever told apart: raised, not answered yet)."""
+    if "reason" in data:
+        return Reason(data["reason"]) if data["reason"] is not None else None
+    problem = str(data.get("problem") or "")
+    return next((r for start, r in LEGACY_REASONS if problem.startswith(start)), None)
+
+
 class Scorer:
     """Accumulates the checks of one judge call."""
 
@@ -113,8 +132,10 @@ class Scorer:
             if m not in self.result.mistakes:
                 self.result.mistakes.append(m)
 
-    def fail_all(self, names_points: list[tuple[str, float]], problem: str) -> CellResult:
-        self.result.problem = problem
+    def fail_all(
+        self, names_points: list[tuple[str, float]], problem: str, reason: Reason | None = None
+    ) -> CellResult:
+        self.result.problem, self.result.reason = problem, reason
         for name, points in names_points:
             self.check(name, points, False)
         return self.result
@@ -172,32 +193,39 @@ class CellSpec:
 
     def evaluate(self, cases: dict[str, Any], observed: dict[str, Any]) -> CellResult:
         """judge(), or zero points with the reason when the answer never ran or was imported."""
-        problem, mistake = _never_ran(observed)
-        if not problem:
+        never = _never_ran(observed)
+        if never is None:
             return self.judge(cases, observed)
+        reason, problem, mistake = never
         scorer = Scorer(self.grade_id)
         result = scorer.fail_all(
-            [("the answer cell runs and defines its names", self.points)], problem
+            [("the answer cell runs and defines its names", self.points)], problem, reason
         )
         if mistake:
             scorer.name(mistake)
         return result
 
 
-def _never_ran(observed: dict[str, Any]) -> tuple[str, str]:
-    """(problem in words, catalog id or '') for the markers of an answer that never ran."""
-    if "!imported" in observed:
-        names = ", ".join(str(n) for n in observed["!imported"])
+def _never_ran(observed: dict[str, Any]) -> tuple[Reason, str, str] | None:
+    """(reason, problem in words, catalog id or '') for the markers of an answer that never
+    ran; None when the probe observed the answer."""
+    if IMPORTED in observed:
+        names = ", ".join(str(n) for n in observed[IMPORTED])
         return (
+            Reason.IMPORTED,
             f"{names} is imported, not written in the answer cell: define it there yourself.",
             "imported-answer",
         )
-    if "!missing" in observed:
-        names = ", ".join(str(n) for n in observed["!missing"])
-        return f"{names} is not defined: run the answer cell, and keep its names.", ""
-    if "!exec" in observed:
-        return f"the answer cell raised {observed['!exec']}", ""
-    return "", ""
+    if MISSING in observed:
+        names = ", ".join(str(n) for n in observed[MISSING])
+        return (
+            Reason.UNDEFINED,
+            f"{names} is not defined: run the answer cell, and keep its names.",
+            "",
+        )
+    if EXEC in observed:
+        return Reason.RAISED, f"the answer cell raised {observed[EXEC]}", ""
+    return None
 
 
 def name_mistakes(scorer: Scorer, evidence: Any) -> None:

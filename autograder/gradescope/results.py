@@ -15,9 +15,9 @@ from __future__ import annotations
 from typing import Any
 
 from autograder.catalog import describe
-from autograder.grades import NOT_ANSWERED, CellGrade, NotebookGrade
-
-STUB = "Not answered yet: the cell still holds the stub it was handed out with."
+from autograder.enums import CellState, Reason
+from autograder.grades import CellGrade, NotebookGrade
+from autograder.wording import STUB, status_words
 
 
 def _fmt(x: float) -> str:
@@ -27,7 +27,7 @@ def _fmt(x: float) -> str:
 def cell_output(cell: CellGrade) -> str:
     """What the feedback page's table says of one graded cell, as plain text."""
     if cell.manual:
-        if cell.state == "waiting":
+        if cell.state == CellState.WAITING:
             return "A written answer: your instructor grades it by hand."
         return "Not answered yet: a written answer that still holds its stub (0 points)."
     lines = [f"{_fmt(cell.score)} / {_fmt(cell.max_score)} points"]
@@ -35,7 +35,7 @@ def cell_output(cell: CellGrade) -> str:
     if result is None:
         return lines[0]
     if result.problem:
-        if result.problem.startswith(NOT_ANSWERED):
+        if result.reason == Reason.UNANSWERED:
             lines.append(STUB)
         else:
             lines.append(f"Could not grade the answer: {result.problem}")
@@ -61,7 +61,7 @@ def test_entry(grade: NotebookGrade, cell: CellGrade, number: str, visibility: s
     }
     if cell.manual:
         test["tags"] = ["written answer", "graded by hand"]
-        if cell.state != "waiting":
+        if cell.state != CellState.WAITING:
             test["score"] = 0.0
     else:
         test["score"] = cell.score
@@ -74,9 +74,9 @@ def notebook_output(grade: NotebookGrade) -> str:
     auto_max = grade.max_score - grade.manual_max
     lines = [
         f"{grade.notebook}: {_fmt(grade.score)} / {_fmt(auto_max)} autograded points "
-        f"(status {grade.status}). {grade.words()}"
+        f"(status {grade.status}). {status_words(grade)}"
     ]
-    if grade.manual_state == "waiting":
+    if grade.manual_state == CellState.WAITING:
         points = (
             "1 more point is"
             if grade.manual_max == 1

@@ -28,6 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from autograder.enums import Status
 from autograder.grades import NotebookGrade
 from autograder.jail import Jail, JailUnavailable
 from autograder.paths import ROOT as PACKAGE_ROOT
@@ -176,7 +177,7 @@ def grade(layout: Layout, config: dict, started: float) -> tuple[dict, int]:
         grades = collected(klass, out, config)
         for g in grades:
             print(f"{g.notebook}: {g.status} {g.score:g}/{g.max_score:g} {g.detail}".rstrip())
-        if any(g.status == "error" for g in grades):
+        if any(g.status == Status.ERROR for g in grades):
             print(f"grader.log:\n{_log_tail(out)}")
         words = JAILED if jail else CONTAINED
         return results(grades, seconds, words, config.get("visibility", "visible")), 0
