@@ -1,20 +1,24 @@
 """The class's nbgrader gradebook (OUT/gradebook.db): autograded scores and hand grading.
 
-The grading process alone writes it, at the end of every run, from the per-notebook results
-(`rows`: student, notebook, status, cells with grade_id and score): built in memory, saved
-to a temporary file, renamed into place. What formgrader needs is all there:
+The grading process alone writes it, at the end of every run, from the per-notebook grades
+(`NotebookGrade`s: student, notebook, status, cells with grade_id and score): built in memory,
+saved to a temporary file, renamed into place. What formgrader needs is all there:
 - the assignment, its notebooks and cells, from the masters' nbgrader metadata;
 - a submission per student who handed in anything;
 - autograded cells (the `test-<grade_id>` cells the grader scores) with their trusted score;
 - every other graded cell (a written answer) waiting for a manual grade, unless the student
   left the release stub in it, handed nothing in, or the grader marked it `unanswered` (an
-  unanswered notebook, one it could not grade): then 0, as nbgrader does, nothing to grade;
-- a `<grade_id>` comment per autograded answer naming the mistakes the grader found.
+  unanswered notebook, one it could not grade): then 0, as nbgrader does, nothing to grade.
 Manual scores, extra credit and comments already entered in formgrader survive a rebuild for
 every answer whose text is unchanged (its sha256 is kept in the table `autograder_answers`;
 points replacing an autograded cell's follow the code answer that cell grades);
 each notebook's status is kept in `autograder_status` (for the export).
 The executed notebooks formgrader shows are OUT/autograded/<student>/<assignment>/<nb>.ipynb.
+
+nbgrader's `Gradebook` runs `alembic heads` in a subprocess to check its schema; `nbgrader_api`
+reads the same revision in-process instead, for the time a gradebook is open and no longer.
+This code writes nbgrader's tables through its API and reads them with SQL of its own (here,
+handgrading.py, export.py): `NBGRADER_SCHEMA` is the schema revision it was written for.
 """
 
 from __future__ import annotations
@@ -23,7 +27,8 @@ import hashlib
 import os
 import sqlite3
 import warnings
-from contextlib import closing
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,11 +36,19 @@ from typing import Any
 import nbformat
 
 from autograder.contract import ASSIGNMENT, test_cell_id
+from autograder.enums import CellState, Status
+from autograder.grades import NotebookGrade
 from autograder.notebook_io import answer_cells, grade_id, nbgrader_meta, source
 
 COURSE_ID = "self-attention"
 TEXT_STUB = "YOUR ANSWER HERE"  # nbgrader_settings: ClearSolutions.text_stub
-NO_ANSWER = ("missing", "invalid")  # statuses with no answer text to grade by hand
+# The schema revision of nbgrader's gradebook (its alembic head) that this code was written
+# for: nbgrader 0.9.6's "added course table and relationships". When an nbgrader upgrade
+# changes it, a test fails (tests/test_hand_grading.py): read the new migrations under
+# nbgrader/alembic/versions, check the tables and columns this module fills through nbgrader's
+# API and the SQL that reads them back (handgrading.py, export.py, `previous_hand_grading`),
+# then set this to the new head.
+NBGRADER_SCHEMA = "e43177bfe90b"
 
 
 def autograded_path(out: Path, student: str, notebook: str) -> Path:
@@ -66,28 +79,38 @@ def _alembic_head() -> str:
     return ScriptDirectory.from_config(config).get_current_head()
 
 
-def open_gradebook(url: str) -> Any:
-    """nbgrader's Gradebook on `url`, without the alembic subprocess."""
+@contextmanager
+def nbgrader_api() -> Iterator[Any]:
+    """`nbgrader.api`, with its schema check reading the revision in-process (no `alembic
+    heads` subprocess) until the block ends; then nbgrader's own check again."""
     import nbgrader.api
 
+    theirs = nbgrader.api.get_alembic_version
     nbgrader.api.get_alembic_version = _alembic_head
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return nbgrader.api.Gradebook(url, course_id=COURSE_ID)
+    try:
+        yield nbgrader.api
+    finally:
+        nbgrader.api.get_alembic_version = theirs
 
 
-def _row(row: Any) -> dict[str, Any]:
-    return row.to_dict() if hasattr(row, "to_dict") else dict(row)
+@contextmanager
+def open_gradebook(url: str) -> Iterator[Any]:
+    """nbgrader's Gradebook on `url`, without the alembic subprocess; closed on leaving."""
+    with nbgrader_api() as api:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            gb = api.Gradebook(url, course_id=COURSE_ID)
+        with gb:
+            yield gb
 
 
-def write_gradebook(path: Path, masters: dict[str, Any], rows: list[Any]) -> None:
+def write_gradebook(path: Path, masters: dict[str, Any], grades: list[NotebookGrade]) -> None:
     """Build the gradebook in memory (one commit per row would fsync), then save it to `path`."""
-    rows = [_row(r) for r in rows]
     kept = previous_hand_grading(path)
-    answers = written_answers(path.parent, masters, rows)
+    answers = written_answers(path.parent, masters, grades)
     with open_gradebook("sqlite://") as gb, warnings.catch_warnings():
         warnings.simplefilter("ignore")  # nbgrader's own SQLAlchemy warnings on add_submission
-        _fill(gb, masters, rows, answers)
+        _fill(gb, masters, grades, answers)
         _restore(gb, kept, answers)
         gb.db.commit()
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -97,7 +120,7 @@ def write_gradebook(path: Path, masters: dict[str, Any], rows: list[Any]) -> Non
             dest = sqlite3.connect(tmp)
             raw.driver_connection.backup(dest)
             _save_answers(dest, answers)
-            _save_statuses(dest, rows)
+            _save_statuses(dest, grades)
             dest.close()
         finally:
             raw.close()
@@ -123,16 +146,16 @@ class Answer:
 
 
 def written_answers(
-    out: Path, masters: dict[str, Any], rows: list[dict[str, Any]]
+    out: Path, masters: dict[str, Any], grades: list[NotebookGrade]
 ) -> dict[tuple[str, str, str], Answer]:
     """(student, notebook stem, grade cell) -> the answer it grades: the written answer of a
     hand-graded cell, the code answer of an autograded one (`test-<grade_id>`), so that points
     given or replaced by hand follow the answer's text, not the grader's version."""
     found = {}
-    for row in rows:
-        notebook = row["notebook"]
+    for grade in grades:
+        notebook, student = grade.notebook, grade.student
         # "*": the submission itself (its key changes with the file): for overridden scores
-        found[(row["student"], Path(notebook).stem, "*")] = Answer(row.get("key"))
+        found[(student, Path(notebook).stem, "*")] = Answer(grade.key)
         if notebook not in masters:
             continue
         manual = manual_cells(masters[notebook].nb)
@@ -142,29 +165,28 @@ def written_answers(
             if (cell := test_cell_id(gid)) not in manual and c.cell_type == "code"
         }
         cells: dict[str, str] = {}
-        path = autograded_path(out, row["student"], notebook)
-        if row["status"] not in NO_ANSWER and path.is_file():
+        path = autograded_path(out, student, notebook)
+        if grade.status.submitted and path.is_file():
             try:
                 nb = nbformat.read(str(path), as_version=4)
                 wanted = set(manual) | set(coded.values())
                 cells = {g: source(c) for c in nb.cells if (g := grade_id(c)) in wanted}
             except Exception:  # an unreadable file: graded by hand from the submission
                 cells = {}
-        blank = _left_blank(row)
+        blank = _left_blank(grade)
         for gid in manual:
-            text = "" if row["status"] in NO_ANSWER or gid in blank else cells.get(gid)
-            found[(row["student"], Path(notebook).stem, gid)] = Answer(text)
+            text = "" if not grade.status.submitted or gid in blank else cells.get(gid)
+            found[(student, Path(notebook).stem, gid)] = Answer(text)
         for cell, gid in coded.items():
             if gid in cells:
-                found[(row["student"], Path(notebook).stem, cell)] = Answer(cells[gid])
+                found[(student, Path(notebook).stem, cell)] = Answer(cells[gid])
     return found
 
 
-def _left_blank(row: dict[str, Any]) -> set[str]:
+def _left_blank(grade: NotebookGrade) -> set[str]:
     """Hand-graded cells the grader found unanswered (still the stub, or not graded): 0 points,
     nothing to grade by hand, as cells.csv and the feedback page say."""
-    cells = row.get("cells", [])
-    return {c["grade_id"] for c in cells if c.get("manual") and c.get("state") == "unanswered"}
+    return {c.grade_id for c in grade.cells if c.manual and c.state == CellState.UNANSWERED}
 
 
 def _save_answers(db: sqlite3.Connection, answers: dict[tuple[str, str, str], Answer]) -> None:
@@ -179,7 +201,7 @@ def _save_answers(db: sqlite3.Connection, answers: dict[tuple[str, str, str], An
     db.commit()
 
 
-def _save_statuses(db: sqlite3.Connection, rows: list[dict[str, Any]]) -> None:
+def _save_statuses(db: sqlite3.Connection, grades: list[NotebookGrade]) -> None:
     """The grader's status of each (student, notebook), for the export."""
     db.execute(
         "CREATE TABLE IF NOT EXISTS autograder_status (student TEXT, notebook TEXT, "
@@ -187,20 +209,20 @@ def _save_statuses(db: sqlite3.Connection, rows: list[dict[str, Any]]) -> None:
     )
     db.executemany(
         "INSERT OR REPLACE INTO autograder_status VALUES (?, ?, ?)",
-        [(r["student"], Path(r["notebook"]).stem, r["status"]) for r in rows],
+        [(g.student, Path(g.notebook).stem, str(g.status)) for g in grades],
     )
     db.commit()
 
 
-def statuses(path: Path) -> dict[tuple[str, str], str]:
+def statuses(path: Path) -> dict[tuple[str, str], Status]:
     """(student, notebook stem) -> the grader's status, as the gradebook at `path` holds it."""
     if not path.is_file():
         return {}
     try:
         with closing(sqlite3.connect(path)) as db:
             found = db.execute("SELECT student, notebook, status FROM autograder_status")
-            return {(student, nb): status for student, nb, status in found}
-    except sqlite3.Error:
+            return {(student, nb): Status(status) for student, nb, status in found}
+    except (sqlite3.Error, ValueError):  # ValueError: a status no grader writes
         return {}
 
 
@@ -210,23 +232,23 @@ def statuses(path: Path) -> dict[tuple[str, str], str]:
 def _fill(
     gb: Any,
     masters: dict[str, Any],
-    rows: list[dict[str, Any]],
+    grades: list[NotebookGrade],
     answers: dict[tuple[str, str, str], Answer],
 ) -> None:
     gb.update_or_create_assignment(ASSIGNMENT)
     for notebook, master in masters.items():
         _cells(gb, Path(notebook).stem, master.nb)
-    by_student: dict[str, list[dict[str, Any]]] = {}
-    for row in rows:
-        if row["notebook"] in masters:
-            by_student.setdefault(row["student"], []).append(row)
-    for student, student_rows in sorted(by_student.items()):
+    by_student: dict[str, list[NotebookGrade]] = {}
+    for grade in grades:
+        if grade.notebook in masters:
+            by_student.setdefault(grade.student, []).append(grade)
+    for student, student_grades in sorted(by_student.items()):
         gb.update_or_create_student(student)
-        if all(r["status"] == "missing" for r in student_rows):
+        if all(g.status == Status.MISSING for g in student_grades):
             continue
         gb.add_submission(ASSIGNMENT, student)
-        for row in student_rows:
-            _scores(gb, row, masters[row["notebook"]].nb, answers)
+        for grade in student_grades:
+            _scores(gb, grade, masters[grade.notebook].nb, answers)
 
 
 def _cells(gb: Any, name: str, nb: Any) -> None:
@@ -259,33 +281,29 @@ def _cells(gb: Any, name: str, nb: Any) -> None:
 
 
 def _scores(
-    gb: Any, row: dict[str, Any], nb: Any, answers: dict[tuple[str, str, str], Answer]
+    gb: Any, graded: NotebookGrade, nb: Any, answers: dict[tuple[str, str, str], Answer]
 ) -> None:
     """One submitted notebook: trusted autograded scores, hand-graded cells waiting."""
     from nbgrader.api import MissingEntry
 
-    student, name = row["student"], Path(row["notebook"]).stem
+    student, name = graded.student, Path(graded.notebook).stem
     try:
         sub_nb = gb.find_submission_notebook(name, ASSIGNMENT, student)
     except MissingEntry:
         return
-    sub_nb.flagged = row["status"] not in ("ok", "unanswered")
-    scored = {c["grade_id"]: c for c in row.get("cells", [])}
+    sub_nb.flagged = graded.status not in (Status.OK, Status.UNANSWERED)
+    scored = {c.grade_id: c for c in graded.cells}
     manual = manual_cells(nb)
     for grade in sub_nb.grades:
         if grade.name in manual:
             answer = answers.get((student, name, grade.name), Answer(None))
-            waiting = not (answer.blank or row["status"] in NO_ANSWER)
+            waiting = not (answer.blank or not graded.status.submitted)
             grade.auto_score = None if waiting else 0.0
             grade.needs_manual_grade = waiting
             continue
         cell = next((c for g, c in scored.items() if test_cell_id(g) == grade.name), None)
-        grade.auto_score = float(cell["score"]) if cell else 0.0
+        grade.auto_score = float(cell.score) if cell else 0.0
         grade.needs_manual_grade = False
-    for comment in sub_nb.comments:
-        cell = scored.get(comment.name)
-        if cell and cell.get("mistakes"):
-            comment.auto_comment = "The grader found: " + ", ".join(cell["mistakes"]) + "."
 
 
 # ---- hand grading that survives a rebuild -----------------------------------------------------

@@ -165,10 +165,10 @@ def write_outputs(
 ) -> None:
     """Everything OUT holds for the class, written after the notebooks are graded; `notices`
     are what the report's banner must say of how this run's jails were bounded."""
-    earlier, rows = earlier_notebooks(out, grades, masters)
+    earlier, others = earlier_notebooks(out, grades, masters)
     both = {**masters, **earlier}
     everything = {nb: both[nb] for nb in CONTRACT if nb in both}
-    write_gradebook(out / "gradebook.db", everything, [g.to_json() for g in grades] + rows)
+    write_gradebook(out / "gradebook.db", everything, grades + others)
     record = Record(list(masters), unjailed, grades, choices or {}, notices=list(notices or []))
     previous = load_record(out)
     if previous is not None:  # pages of notebooks this run does not grade are refreshed too
@@ -322,22 +322,18 @@ def refresh(out: Path) -> Counts:
 
 def earlier_notebooks(
     out: Path, grades: list[NotebookGrade], masters: dict[str, Master]
-) -> tuple[dict[str, Master], list[dict[str, object]]]:
+) -> tuple[dict[str, Master], list[NotebookGrade]]:
     """Notebooks an earlier run graded into OUT and this one does not: their masters, and a
-    row per student of this run (the trusted state, else `missing`)."""
+    grade per student of this run (the trusted state, else a `missing` placeholder)."""
     students = sorted({g.student for g in grades})
     folder = state_folder(out)
     names = {p.name.removesuffix(".json") for s in students for p in (folder / s).glob("*.json")}
     others = tuple(nb for nb in CONTRACT if nb in names and nb not in masters)
     earlier = load_masters(notebooks=others) if others else {}
     store = StateStore(out)
-    rows: list[dict[str, object]] = []
+    found: list[NotebookGrade] = []
     for notebook in earlier:
         for student in students:
             grade = store.load(student, notebook)
-            rows.append(
-                grade.to_json()
-                if grade
-                else {"student": student, "notebook": notebook, "status": "missing", "cells": []}
-            )
-    return earlier, rows
+            found.append(grade or NotebookGrade(student, notebook, Status.MISSING, synthetic=True))
+    return earlier, found

@@ -20,11 +20,13 @@ import os
 import re
 import shutil
 import signal
+import sqlite3
 import subprocess
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
@@ -33,8 +35,11 @@ import nbformat
 import pytest
 
 from autograder import contract, export, formgrade
+from autograder.checks.base import CellResult, Check
 from autograder.contract import ASSIGNMENT
+from autograder.enums import Status
 from autograder.gradebook import autograded_path, manual_cells, write_gradebook
+from autograder.grades import CellGrade, NotebookGrade
 from autograder.notebook_io import answer_cells, grade_id, nbgrader_meta, read, solution_answers
 from autograder.paths import ROOT, SOLUTIONS
 from tests.browser import graded_class as real
@@ -68,11 +73,18 @@ class Student:
     written: str | None = None  # the written answer; None: the release stub
     lost: dict[str, str] | None = None  # grade_id -> mistake: that cell scored 0
     hostile: bool = False  # an output that tries to run script in the instructor's browser
-    status: str = "ok"
+    status: Status = Status.OK
 
 
-def write_submission(out: Path, student: str, notebook: str, s: Student, master) -> dict:
-    """OUT/autograded/<student>/...: the master with the student's answers; return the row."""
+def _graded(gid: str, points: float, mistake: str | None) -> CellGrade:
+    """An autograded cell: full points, or 0 with the mistake named."""
+    earned = 0.0 if mistake else points
+    result = CellResult(gid, [Check("the check", points, earned)], [mistake] if mistake else [])
+    return CellGrade.judged(result, points, gid)
+
+
+def write_submission(out: Path, student: str, notebook: str, s: Student, master) -> NotebookGrade:
+    """OUT/autograded/<student>/...: the master with the student's answers; return its grade."""
     nb = copy.deepcopy(master.nb)
     answers = solution_answers(master.nb)
     for cell in nb.cells:
@@ -88,24 +100,10 @@ def write_submission(out: Path, student: str, notebook: str, s: Student, master)
     path.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, str(path))
     lost = s.lost or {}
-    cells = [
-        {
-            "grade_id": gid,
-            "score": 0.0 if gid in lost else points,
-            "max_score": points,
-            "mistakes": [lost[gid]] if gid in lost else [],
-        }
-        for gid, points in autograded_points(master.nb).items()
-    ]
-    return {
-        "student": student,
-        "notebook": notebook,
-        "status": s.status,
-        "key": f"{student}/{notebook}/{s.written}",
-        "cells": cells,
-        "score": sum(c["score"] for c in cells),
-        "max_score": sum(c["max_score"] for c in cells),
-    }
+    cells = [_graded(g, p, lost.get(g)) for g, p in autograded_points(master.nb).items()]
+    return NotebookGrade(
+        student, notebook, s.status, key=f"{student}/{notebook}/{s.written}", cells=cells
+    )
 
 
 CLASS = {
@@ -122,16 +120,14 @@ CLASS = {
 }
 
 
-def grades_csv(rows: list[dict]) -> str:
+def grades_csv(grades: list[NotebookGrade]) -> str:
     lines = ["student,notebook,score,max_score,status"]
-    lines += [
-        f"{r['student']},{r['notebook']},{r['score']},{r['max_score']},{r['status']}" for r in rows
-    ]
+    lines += [f"{g.student},{g.notebook},{g.score},{g.max_score},{g.status}" for g in grades]
     return "\n".join(lines) + "\n"
 
 
-def graded_class(out: Path, klass: dict[str, dict[str, Student]] = CLASS) -> list[dict]:
-    """Write a graded class into `out` as the grader does; return its rows."""
+def graded_class(out: Path, klass: dict[str, dict[str, Student]] = CLASS) -> list[NotebookGrade]:
+    """Write a graded class into `out` as the grader does; return its grades."""
     ms = masters()
     rows = []
     for student, handed in klass.items():
@@ -142,20 +138,8 @@ def graded_class(out: Path, klass: dict[str, dict[str, Student]] = CLASS) -> lis
                 )
             else:
                 points = autograded_points(ms[notebook].nb)
-                cells = [
-                    {"grade_id": g, "score": 0.0, "max_score": p, "mistakes": []}
-                    for g, p in points.items()
-                ]
-                rows.append(
-                    {
-                        "student": student,
-                        "notebook": notebook,
-                        "status": "missing",
-                        "cells": cells,
-                        "score": 0.0,
-                        "max_score": sum(points.values()),
-                    }
-                )
+                cells = [CellGrade(g, p) for g, p in points.items()]
+                rows.append(NotebookGrade(student, notebook, Status.MISSING, cells=cells))
     write_gradebook(out / "gradebook.db", ms, rows)
     (out / "grades.csv").write_text(grades_csv(rows))
     return rows
@@ -267,6 +251,44 @@ def test_hand_grading_survives_a_regrade_unless_the_answer_changed(out: Path) ->
     with open_gradebook(f"sqlite:///{out / 'gradebook.db'}") as gb:
         comment = gb.find_comment(WRITTEN, NOTEBOOKS[1][:-6], ASSIGNMENT, "ada")
         assert comment.manual_comment == "ok"
+
+
+def test_nbgrader_is_patched_only_while_a_gradebook_is_open(out: Path) -> None:
+    """The in-process schema check replaces nbgrader's `alembic heads` subprocess for the time a
+    gradebook is open (or `nbgrader_api` is entered), and nbgrader's own is back after it, an
+    error inside included."""
+    import nbgrader.api
+
+    from autograder.gradebook import nbgrader_api, open_gradebook
+
+    theirs = nbgrader.api.get_alembic_version
+    with nbgrader_api() as api:
+        assert api.get_alembic_version is not theirs
+    assert nbgrader.api.get_alembic_version is theirs
+    with pytest.raises(KeyError), open_gradebook(f"sqlite:///{out / 'gradebook.db'}") as gb:
+        assert nbgrader.api.get_alembic_version is not theirs
+        raise KeyError(gb.find_student("ada").id)
+    assert nbgrader.api.get_alembic_version is theirs
+    graded_class(out)  # write_gradebook: a new gradebook and the previous one read back
+    assert nbgrader.api.get_alembic_version is theirs
+
+
+def test_nbgrader_schema_is_the_one_the_gradebook_code_was_written_for(out: Path) -> None:
+    """nbgrader's gradebook schema (the alembic head of the installed nbgrader, and the one it
+    stamps in a gradebook) is `gradebook.NBGRADER_SCHEMA`: the tables this project fills and
+    reads with its own SQL (gradebook, handgrading, export) are the ones it was written for."""
+    from autograder.gradebook import NBGRADER_SCHEMA, _alembic_head
+
+    head = _alembic_head()
+    assert head == NBGRADER_SCHEMA, (
+        f"nbgrader's gradebook schema is now {head}, not {NBGRADER_SCHEMA}, the one "
+        "autograder/gradebook.py, handgrading.py and export.py were written for: read the "
+        "new migrations in nbgrader/alembic/versions, check the tables and columns they use, "
+        "then update gradebook.NBGRADER_SCHEMA (see the comment there)"
+    )
+    with closing(sqlite3.connect(out / "gradebook.db")) as db:
+        stamped = db.execute("SELECT version_num FROM alembic_version").fetchall()
+    assert stamped == [(NBGRADER_SCHEMA,)]
 
 
 # ---- a real `grade` run's OUT -------------------------------------------------------------------

@@ -23,6 +23,7 @@ from nbformat.v4 import new_output
 
 from autograder.contract import ASSIGNMENT
 from autograder.discover import Submission, load_masters
+from autograder.enums import Status
 from autograder.gradebook import write_gradebook
 from autograder.outdir import autograded_path
 from autograder.outputs import placeholder
@@ -107,7 +108,7 @@ def course_with_payload(folder: Path) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(executed(raw), encoding="utf-8")
         sub = Submission(student, path.parent, files={NB01: path})
-        rows.append(placeholder(sub, NB01, master, "ok").to_json())
+        rows.append(placeholder(sub, NB01, master, Status.OK))
     write_gradebook(folder / "gradebook.db", {NB01: master}, rows)
     return folder
 
