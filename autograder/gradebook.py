@@ -30,10 +30,9 @@ from typing import Any
 
 import nbformat
 
-from autograder.contract import ASSIGNMENT, test_cell_id
+from autograder.contract import ASSIGNMENT, COURSE_ID, test_cell_id
 from autograder.notebook_io import answer_cells, grade_id, nbgrader_meta, source
 
-COURSE_ID = "self-attention"
 TEXT_STUB = "YOUR ANSWER HERE"  # nbgrader_settings: ClearSolutions.text_stub
 NO_ANSWER = ("missing", "invalid")  # statuses with no answer text to grade by hand
 
