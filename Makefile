@@ -22,7 +22,7 @@ endif
 # Jupyter refuses to run as root unless told; containers and CI machines often are root.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-ASSIGNMENTS ?= 01
+ASSIGNMENTS ?=
 GRADED ?=
 DEST ?= build/student-release
 NOTEBOOKS ?=
@@ -55,7 +55,7 @@ help:
 	@echo "make lint     ruff over the Python files and the notebooks"
 	@echo "make bench    grading cost against bare execution, --jobs 1 against 2 and Dask; naming rate"
 	@echo "make badges   rewrite Colab badges and setup cells from [tool.course] in pyproject.toml"
-	@echo "make student-release ASSIGNMENTS=01,02 [GRADED=01] DEST=dir   the students' own tree"
+	@echo "make student-release NOTEBOOKS=01,02 [GRADED=01] DEST=dir   the students' own tree"
 	@echo "make export [FORMAT=canvas|moodle]   OUT/final-grades.csv (+ the platform's import CSV)"
 	@echo "make gradescope NOTEBOOKS=02   $(GRADESCOPE_ZIP): Gradescope's autograder for them"
 	@echo "TORCH=cpu|cuda|auto   PyTorch's build for .venv/ (auto: cuda where nvidia-smi answers)"
@@ -91,10 +91,11 @@ lab: venv
 	JUPYTER_TOKEN=$$token exec $(BIN)/jupyter lab --no-browser --ServerApp.ip=127.0.0.1 \
 	  --port=$(PORT) --ServerApp.port_retries=0 --ServerApp.root_dir=$(CURDIR) $(ROOT_FLAG)
 
-# The students' own tree (no solutions, tests or grader); see `python -m autograder
-# student-release --help` (--zip, --allow-placeholder).
+# The students' own tree (no solutions, tests or grader) of NOTEBOOKS (default 01; ASSIGNMENTS
+# is its old name); see `python -m autograder student-release --help` (--zip, --allow-placeholder).
 student-release: venv
-	$(PY) -m autograder student-release --assignments $(ASSIGNMENTS) --dest $(DEST) \
+	$(PY) -m autograder student-release --notebooks $(or $(NOTEBOOKS),$(ASSIGNMENTS),01) \
+	  --dest $(DEST) \
 	  $(if $(GRADED),--graded $(GRADED),) $(STUDENT_RELEASE_ARGS)
 
 # Gradescope's autograder for NOTEBOOKS (default all); GRADESCOPE_ARGS: e.g. --visibility hidden.
@@ -133,7 +134,7 @@ bench: venv jail
 	$(PY) benchmarks/naming_rate.py --examples 3 --budget 90
 
 badges: venv
-	$(PY) -m autograder.colab
+	$(PY) -m autograder badges
 	$(PY) -m autograder release
 
 clean:

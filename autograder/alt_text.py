@@ -16,12 +16,13 @@ import re
 
 from nbformat import NotebookNode
 
+from autograder.settings import LIMITS
+
 IMAGE_MIMES = ("image/png", "image/jpeg")
 TITLE_KEYWORDS = ("title", "suptitle", "titles")
 TITLE_CALLS = ("set_title", "title", "suptitle")
 LABEL_KEYWORDS = ("xlabel", "ylabel")
 LABEL_CALLS = ("set_xlabel", "set_ylabel", "xlabel", "ylabel")
-MAX_CHARS = 400
 
 
 def _text(node: ast.AST) -> list[str]:
@@ -105,7 +106,8 @@ def alt_text(titles: list[str], labels: list[str], heading: str, panels: int) ->
     if heading:
         words += f"; in the section “{heading}”"
     words += "."
-    return words if len(words) <= MAX_CHARS else words[: MAX_CHARS - 1] + "…"
+    most = LIMITS.pages.alt_text_chars
+    return words if len(words) <= most else words[: most - 1] + "…"
 
 
 def describe_images(nb: NotebookNode) -> None:

@@ -1,8 +1,11 @@
-"""`python -m autograder COMMAND`: grade, release, student-release, export, gradescope and more.
+"""`python -m autograder COMMAND`: grade, limits, release, student-release, export and more.
 
-Also installed as the console script `autograder`. Each subcommand parses its own options
-with argparse; bad input is one line on stderr and exit code 2; a grader bug is one line that
-points at OUT/grader.log and exit code 1.
+One argparse parser with a subcommand per command (also installed as the console script
+`autograder`). Each command's module exposes `add_arguments(parser)` (its options, a short
+description and an epilog of examples) and `run(args) -> int`; `grade` and `limits` are here.
+Options several commands share are defined once (`options.py`), limits are generated from
+their fields (`settings.add_limit_options`). Bad input is one line on stderr and exit code 2;
+a grader bug is one line that points at OUT/grader.log and exit code 1.
 """
 
 from __future__ import annotations
@@ -14,13 +17,15 @@ import sys
 import traceback
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any, NoReturn
 
-from autograder import cluster
+from autograder import cluster, options
 from autograder.discover import InputError, class_root, extract_zip, select_notebooks
 from autograder.intake import PatternError, parse_pattern
 from autograder.jail import Jail, JailUnavailable
-from autograder.settings import Limits, Settings, explain
+from autograder.settings import Settings, add_limit_options, explain, limits_from_args
 
+PROG = "python -m autograder"
 GRADE_HELP = """\
 Autograde a class. SUBMISSIONS is a folder with one subfolder per student (the folder name
 is the student id) holding any of the course's notebooks, or a .zip of such a folder; or a
@@ -29,74 +34,53 @@ expression with the named groups `student` and `file`; a preset is recognised by
 Writes OUT/grades.csv, cells.csv, diagnoses.csv, gradebook.db, report.html,
 OUT/feedback/<student>/<notebook>.html and OUT/autograded/ (for the formgrader).
 Run it again with the same OUT to resume. Student code runs in a jail (bubblewrap).
-`--limits` prints every limit with its default and why."""
+Every limit is an option below; `python -m autograder limits` explains them all."""
+GRADE_EXAMPLES = """\
+examples:
+  python -m autograder grade examples/submissions --out out/
+  python -m autograder grade class.zip --out out/ --jobs 4 --notebooks 01,02
+  python -m autograder grade canvas-download/ --out out/ --pattern canvas
+  python -m autograder grade class/ --out out/ --scheduler tls://10.0.0.5:8786 \\
+      --tls-ca ca.pem --tls-cert grader.pem --tls-key grader-key.pem
+  python -m autograder grade --limits     # every limit, its value and why"""
 
 
-def _positive(kind: type) -> Callable[[str], object]:
-    def parse(text: str) -> object:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"must be positive, got {text}")
-        return value
+class Formatter(argparse.HelpFormatter):
+    """Help text as written where it has line breaks (examples), wrapped where it has none."""
 
-    parse.__name__ = kind.__name__
-    return parse
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if "\n" in text:
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
 
 
-def _grade_options(p: argparse.ArgumentParser) -> None:
-    d = Limits()
-    p.add_argument(
-        "submissions", metavar="SUBMISSIONS", type=Path, nargs="?", help="class folder or .zip"
-    )
-    p.add_argument("--out", metavar="OUT", type=Path, help="output folder (required)")
+class Parser(argparse.ArgumentParser):
+    """Bad input is one line (what is wrong, and where the help is) and exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+class _Limits(argparse.Action):
+    """--limits: print every limit and exit, before the required arguments are checked."""
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option: Any = None) -> None:
+        print(explain())
+        parser.exit(0)
+
+
+def grade_arguments(p: argparse.ArgumentParser) -> None:
+    """`python -m autograder grade`: its options, description and examples."""
+    p.description, p.epilog = GRADE_HELP, GRADE_EXAMPLES
+    p.add_argument("submissions", metavar="SUBMISSIONS", type=Path, help="class folder or .zip")
+    p.add_argument("--out", metavar="OUT", type=Path, required=True, help="output folder")
     where = p.add_mutually_exclusive_group()
-    where.add_argument(
-        "--jobs",
-        metavar="N",
-        type=_positive(int),
-        default=1,
-        help="grading worker processes on this machine (default 1)",
-    )
+    options.jobs(where)
     _cluster_options(p, where)
-    p.add_argument(
-        "--timeout",
-        metavar="SECONDS",
-        type=_positive(float),
-        default=d.timeout,
-        help=f"wall budget per notebook: kernel, probes and page (default {d.timeout:g})",
-    )
-    p.add_argument(
-        "--cell-timeout",
-        metavar="SECONDS",
-        type=_positive(float),
-        default=d.cell_timeout,
-        help=f"time limit per cell (default {d.cell_timeout:g})",
-    )
-    p.add_argument(
-        "--memory-mb",
-        metavar="MB",
-        type=_positive(int),
-        default=d.memory_mb,
-        help=f"memory bound of each jail, all it holds (default {d.memory_mb})",
-    )
     which = p.add_mutually_exclusive_group()
-    which.add_argument(
-        "--notebooks", metavar="LIST", help="only these notebooks count, e.g. 01,02 (default: all)"
-    )
-    which.add_argument(
-        "--assignment",
-        metavar="FILE",
-        type=Path,
-        help="a file naming the notebooks that count (numbers or file names)",
-    )
-    p.add_argument(
-        "--no-jail",
-        action="store_true",
-        help="run student code WITHOUT the jail, as your own user (unsafe; said so in the report)",
-    )
+    options.notebooks(which)
+    options.assignment(which)
+    options.no_jail(p)
     p.add_argument(
         "--pattern",
         metavar="PATTERN",
@@ -105,7 +89,8 @@ def _grade_options(p: argparse.ArgumentParser) -> None:
         "file's path below SUBMISSIONS (default: one folder per student)",
     )
     p.add_argument("--quiet", action="store_true", help="no progress bar or summary")
-    p.add_argument("--limits", action="store_true", help="print every limit and why; exit")
+    p.add_argument("--limits", nargs=0, action=_Limits, help="print every limit and why; exit")
+    add_limit_options(p.add_argument_group("limits (python -m autograder limits explains them)"))
 
 
 def _cluster_options(p: argparse.ArgumentParser, where: argparse._MutuallyExclusiveGroup) -> None:
@@ -132,8 +117,6 @@ def _cluster_options(p: argparse.ArgumentParser, where: argparse._MutuallyExclus
 def grade_settings(args: argparse.Namespace) -> tuple[Settings, list[str], dict]:
     """Settings from the options; the class .zip extracted (bounded) into OUT/.submissions."""
     sub, out = args.submissions, args.out
-    if sub is None or out is None:
-        raise InputError("SUBMISSIONS and --out OUT are required")
     if not sub.exists():
         raise InputError(f"{sub} does not exist")
     if sub.is_file() and sub.suffix.lower() != ".zip":
@@ -150,8 +133,7 @@ def grade_settings(args: argparse.Namespace) -> tuple[Settings, list[str], dict]
             notebooks = select_notebooks(args.assignment.read_text())
         except OSError as err:
             raise InputError(f"--assignment {args.assignment}: {err.strerror}") from None
-    limits = Limits(timeout=args.timeout, cell_timeout=min(args.cell_timeout, args.timeout),
-                    memory_mb=args.memory_mb)  # fmt: skip
+    limits = limits_from_args(args)
     out = out.resolve()
     folder, warnings, refused = sub.resolve(), [], {}
     if sub.is_file():
@@ -186,10 +168,7 @@ def check_jail(settings: Settings) -> None:
             raise InputError(str(err)) from None
 
 
-def grade_main(args: argparse.Namespace) -> int:
-    if args.limits:
-        print(explain())
-        return 0
+def grade_run(args: argparse.Namespace) -> int:
     out = args.out
     try:
         pattern = parse_pattern(args.pattern) if args.pattern else None
@@ -199,7 +178,7 @@ def grade_main(args: argparse.Namespace) -> int:
 
         return run(settings, warnings, refused, pattern, str(args.submissions))
     except (InputError, PatternError) as err:
-        print(f"python -m autograder grade: error: {err}", file=sys.stderr)
+        print(f"{PROG} grade: error: {err}", file=sys.stderr)
         return 2
     except Exception:  # a bug of the grader: the details go to the log, not the terminal
         log = out.resolve() / "grader.log" if out else None
@@ -209,77 +188,105 @@ def grade_main(args: argparse.Namespace) -> int:
         except (OSError, TypeError):
             log = None
         where = f"; details in {log}" if log else ""
-        print(f"python -m autograder grade: internal error{where}", file=sys.stderr)
+        print(f"{PROG} grade: internal error{where}", file=sys.stderr)
         return 1
     finally:
-        if args.submissions and args.submissions.is_file() and out:
+        if args.submissions.is_file():
             shutil.rmtree(out.resolve() / ".submissions", ignore_errors=True)
 
 
-def _delegate(module: str, what: str) -> Callable[[list[str]], int]:
-    """A subcommand served by `module.main(argv)`; a clean line when it is not installed."""
-
-    def main(argv: list[str]) -> int:
-        try:
-            target = importlib.import_module(module)
-        except ModuleNotFoundError as err:
-            if err.name != module:
-                raise
-            print(f"python -m autograder {what}: not available in this version", file=sys.stderr)
-            return 2
-        return int(target.main(argv) or 0)
-
-    return main
+def limits_arguments(p: argparse.ArgumentParser) -> None:
+    """`python -m autograder limits`: no options."""
+    p.description = (
+        "Print every limit of the grader: its name, value and unit, and why it is what it is. "
+        "The top-level ones are options of `grade` (--timeout, --zip-bytes, ...); the grouped "
+        "ones (jail., reads., pages., proof., gradescope.) are fixed bounds."
+    )
+    p.epilog = """examples:
+  python -m autograder limits
+  python -m autograder limits | grep -A1 '^jail\\.'"""
 
 
-def examples_main(argv: list[str]) -> int:
-    from autograder.examples import main  # nbgrader: only for examples
+def limits_run(args: argparse.Namespace) -> int:
+    print(explain())
+    return 0
 
-    return main(argv)
+
+class Command:
+    """One subcommand: its one-line help and the module whose add_arguments/run serve it."""
+
+    def __init__(self, help: str, module: str | None = None,
+                 arguments: Callable[[argparse.ArgumentParser], None] | None = None,
+                 run: Callable[[argparse.Namespace], int] | None = None) -> None:  # fmt: skip
+        self.help, self.module, self._arguments, self._run = help, module, arguments, run
+
+    def load(self) -> tuple[Callable[[argparse.ArgumentParser], None], Callable[..., int]]:
+        if self.module is None:
+            assert self._arguments is not None and self._run is not None
+            return self._arguments, self._run
+        target = importlib.import_module(self.module)  # only the command asked for is imported
+        return target.add_arguments, target.run
 
 
-DELEGATED: dict[str, tuple[Callable[[list[str]], int], str]] = {
-    "release": (_delegate("autograder.release", "release"), "notebooks/ from solutions/"),
-    "student-release": (_delegate("autograder.student_release", "student-release"),
-                        "write the students' tree of the released notebooks"),
-    "formgrade": (_delegate("autograder.formgrade", "formgrade"),
-                  "point the formgrader at a graded class (OUT)"),
-    "export": (_delegate("autograder.export", "export"),
-               "final grades with hand-graded points, for Canvas or Moodle"),
-    "examples": (examples_main, "regenerate the example class in examples/submissions/"),
-    "refresh": (_delegate("autograder.refresh", "refresh"),
-                "bring hand grading from formgrader into OUT's CSVs, report and feedback pages"),
-    "badges": (_delegate("autograder.colab", "badges"),
-               "rewrite the Colab badges and setup cells from pyproject.toml"),
-    "prove": (_delegate("autograder.proof", "prove"),
-              "grade the master solutions now, as `grade` does before its first student"),
-    "gradescope": (_delegate("autograder.gradescope", "gradescope"),
-                   "build a Gradescope autograder (autograder.zip) for the chosen notebooks"),
+COMMANDS: dict[str, Command] = {
+    "grade": Command("autograde a class", arguments=grade_arguments, run=grade_run),
+    "limits": Command("print every limit, its value and why", arguments=limits_arguments,
+                      run=limits_run),
+    "release": Command("notebooks/ from solutions/", "autograder.release"),
+    "student-release": Command("write the students' tree of the released notebooks",
+                               "autograder.student_release"),
+    "formgrade": Command("point the formgrader at a graded class (OUT)", "autograder.formgrade"),
+    "export": Command("final grades with hand-graded points, for Canvas or Moodle",
+                      "autograder.export"),
+    "examples": Command("regenerate the example class in examples/submissions/",
+                        "autograder.examples"),
+    "refresh": Command("bring hand grading from formgrader into OUT's CSVs, report and "
+                       "feedback pages", "autograder.refresh"),
+    "badges": Command("rewrite the Colab badges and setup cells from pyproject.toml",
+                      "autograder.colab"),
+    "prove": Command("grade the master solutions now, as `grade` does before its first student",
+                     "autograder.proof"),
+    "gradescope": Command("build a Gradescope autograder (autograder.zip) for the chosen "
+                          "notebooks", "autograder.gradescope"),
 }  # fmt: skip
+EXAMPLES = """\
+examples:
+  python -m autograder grade examples/submissions --out out/
+  python -m autograder limits
+  python -m autograder export out/ --format canvas
+  python -m autograder COMMAND --help     # a command's options and examples"""
 
 
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m autograder", description=__doc__.splitlines()[0])
+def parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The command line: every command's options (`only`: that command's alone, the others
+    listed without loading their modules)."""
+    p = Parser(
+        prog=PROG,
+        description="The course's grader and its tools: grade a class, hand grading, export, "
+        "releases.",
+        epilog=EXAMPLES,
+        formatter_class=Formatter,
+    )
     subs = p.add_subparsers(dest="command", metavar="COMMAND")
-    grade = subs.add_parser("grade", help="autograde a class", description=GRADE_HELP,
-                            formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
-    _grade_options(grade)
-    for name, (_, text) in DELEGATED.items():
-        sub = subs.add_parser(name, help=text, add_help=False)
-        sub.add_argument("rest", nargs=argparse.REMAINDER)
+    for name, command in COMMANDS.items():
+        sub = subs.add_parser(name, help=command.help,
+                              formatter_class=Formatter)  # fmt: skip
+        if only is None or only == name:
+            arguments, run = command.load()
+            arguments(sub)
+            sub.set_defaults(run=run)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] in DELEGATED:  # their own parsers see their own arguments
-        return DELEGATED[argv[0]][0](argv[1:])
-    p = parser()
+    argv = options.renamed(list(sys.argv[1:] if argv is None else argv))
+    named = next((a for a in argv if not a.startswith("-")), None)
+    p = parser(named if named in COMMANDS else "")  # "": no command's module loaded
     try:
         args = p.parse_args(argv)
-    except SystemExit as exit_:  # argparse printed the usage and the reason
+    except SystemExit as exit_:  # argparse printed the usage and the reason (or the help)
         return int(exit_.code or 0)
     if args.command is None:
         p.print_help()
         return 2
-    return grade_main(args)
+    return int(args.run(args) or 0)

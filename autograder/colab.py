@@ -23,6 +23,7 @@ from pathlib import Path
 
 import nbformat
 
+from autograder import options
 from autograder.notebook_io import is_setup, python_source, source
 from autograder.paths import ROOT, SOLUTIONS
 
@@ -296,13 +297,26 @@ def rewrite_notebook(path: Path, repo: CourseRepo, write: bool = True) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`make badges`: point badges and setup cells of solutions/ at `[tool.course]`."""
-    p = argparse.ArgumentParser(prog="python -m autograder.colab", description=main.__doc__)
-    p.add_argument("--check", action="store_true", help="only report notebooks out of date")
-    p.add_argument(
-        "--allow-placeholder", action="store_true", help="rewrite even to the placeholder"
+    """`python -m autograder badges ARGV...` (the command line's `badges`)."""
+    from autograder.cli import main  # the one parser of every command
+
+    return main(["badges", *(sys.argv[1:] if argv is None else argv)])
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """`python -m autograder badges` (`make badges`): its options, description and examples."""
+    p.description = (
+        "Point the Colab badges and setup cells of solutions/ at pyproject.toml's [tool.course] "
+        "repository."
     )
-    args = p.parse_args(argv)
+    p.epilog = """examples:
+  python -m autograder badges           # rewrite the notebooks that are out of date
+  python -m autograder badges --check   # only name them (exit 1 when there are any)"""
+    p.add_argument("--check", action="store_true", help="only report notebooks out of date")
+    options.allow_placeholder(p, "rewrite the notebooks")
+
+
+def run(args: argparse.Namespace) -> int:
     repo = settings()
     problem = placeholder_problem(repo)
     if problem and not args.allow_placeholder:

@@ -35,8 +35,8 @@ from typing import Any
 from nbformat import NotebookNode
 
 from autograder.notebook_io import grade_id, is_answer, is_setup, is_test, python_source, source
+from autograder.settings import LIMITS
 
-PARSE_CHARS = 64_000  # a longer student cell is not analysed (it reads nothing from above)
 BUILTINS = frozenset(dir(builtins)) | {"get_ipython", "display", "__name__", "__file__"}
 
 # calls that draw from torch's global generator (unless given a generator= of their own)
@@ -313,7 +313,7 @@ def _symbols(table: symtable.SymbolTable, reads: set[str], defines: set[str]) ->
         _symbols(child, reads, defines)
 
 
-def analyse(src: str, limit: int = PARSE_CHARS) -> Names:
+def analyse(src: str, limit: int = LIMITS.reads.analyse_cell_chars) -> Names:
     """The `Names` of one cell's source (empty and unparsed when it cannot be read)."""
     if len(src) > limit:
         return Names(parsed=False)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 ASSIGNMENT = "self-attention"
+COURSE_ID = "self-attention"  # nbgrader's course id: the gradebook's and the course directory's
 
 CONTRACT: dict[str, dict[str, tuple[str, ...]]] = {
     "01_uniform_averaging.ipynb": {

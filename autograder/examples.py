@@ -14,10 +14,10 @@ they stay wrong however the solutions are written.
 
 from __future__ import annotations
 
+import argparse
 import copy
 import json
 import shutil
-import sys
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -464,12 +464,28 @@ def write(target: Path) -> list[Case]:
     return made
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] in ("-h", "--help"):
-        print("usage: python -m autograder examples [TARGET]  (default examples/submissions)")
-        return 0
-    target = Path(argv[0]) if argv else EXAMPLES
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """`python -m autograder examples`: its options, description and examples."""
+    p.description = (
+        "Write the example class: students with wrong, partial and hostile submissions, each "
+        "with an ABOUT.txt saying what the grader should find (TARGET is replaced)."
+    )
+    p.epilog = """examples:
+  python -m autograder examples                 # examples/submissions/
+  python -m autograder examples /tmp/klass      # elsewhere
+  python -m autograder grade examples/submissions --out out/   # then grade them"""
+    p.add_argument(
+        "target",
+        metavar="TARGET",
+        type=Path,
+        nargs="?",
+        default=EXAMPLES,
+        help="the folder to write (default examples/submissions)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    target = args.target
     made = write(target)
     print(f"wrote {len(made)} example students into {target}")
     return 0

@@ -43,13 +43,13 @@ from nbformat import NotebookNode
 from nbformat.v4 import new_output
 
 from autograder.enums import Status
+from autograder.settings import LIMITS
 
 if TYPE_CHECKING:
     from autograder.jail import Jail, Launch
 
 KERNEL_ARGS = ["--InteractiveShell.xmode=Minimal"]
-OUTPUT_CAP = 256 * 1024  # characters of output kept per cell
-KERNEL_FOLDER_BYTES = 4 * 2**20  # a jailed kernel's shared folder holds sockets, nothing more
+OUTPUT_CHARS = LIMITS.pages.output_chars  # characters of output kept per cell
 
 
 @dataclass
@@ -210,15 +210,15 @@ class GradingClient(WidgetlessClient):
         self, outs: list[NotebookNode], msg: dict[str, Any], display_id: str, cell_index: int
     ) -> NotebookNode | None:
         used = self._sizes.get(cell_index, 0)
-        if used > OUTPUT_CAP:
+        if used > OUTPUT_CHARS:
             return None
         size = _message_size(msg)
         self._sizes[cell_index] = used + size
-        if used + size > OUTPUT_CAP:
+        if used + size > OUTPUT_CHARS:
             note = new_output(
                 "stream",
                 name="stderr",
-                text=f"\n[output truncated by the grader: more than {OUTPUT_CAP // 1024} KB]\n",
+                text=f"\n[output truncated by the grader: more than {OUTPUT_CHARS // 1024} KB]\n",
             )
             outs.append(note)
             return None
@@ -441,7 +441,7 @@ class KernelRunner:
             watchdog.attach(kernel.pid)
             bound_memory(kernel, watchdog, memory_bytes)
             if self.jail is not None:
-                watchdog.watch_folder(kernel.workdir, KERNEL_FOLDER_BYTES)
+                watchdog.watch_folder(kernel.workdir, LIMITS.jail.kernel_folder_bytes)
             if self.warm and more:  # the next kernel boots while this notebook runs
                 self.prestart(_guess_next(self._last, notebook, self.order))
             self._last = notebook

@@ -39,7 +39,6 @@ from autograder.settings import Limits, Settings
 from autograder.task import Outcome, Task
 
 PLUGIN = "autograder-runtime"
-CONNECT_TIMEOUT = 60  # seconds to reach an existing scheduler
 
 
 class GradingPlugin(WorkerPlugin):
@@ -85,7 +84,9 @@ def connect(settings: Settings, tasks: int) -> Iterator[Client]:
     as there are tasks, up to --jobs)."""
     if settings.scheduler:
         security = settings.tls.security() if settings.tls is not None else None
-        with Client(settings.scheduler, timeout=CONNECT_TIMEOUT, security=security) as client:
+        with Client(
+            settings.scheduler, timeout=settings.limits.connect_timeout, security=security
+        ) as client:
             yield client
         return
     config = {

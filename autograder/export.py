@@ -31,6 +31,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from autograder import options
 from autograder.contract import ASSIGNMENT
 from autograder.enums import Status
 
@@ -318,23 +319,33 @@ def match_roster(
 # ---- command line -----------------------------------------------------------------------------
 
 
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="python -m autograder export",
-        description="Final grades with the hand-graded points: OUT/final-grades.csv, and the "
-        "gradebook-import CSVs of Canvas or Moodle (one per notebook).",
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """`python -m autograder export`: its options, description and examples."""
+    p.description = (
+        "Final grades with the hand-graded points: OUT/final-grades.csv, and the "
+        "gradebook-import CSVs of Canvas or Moodle (one per notebook)."
     )
-    p.add_argument("out", metavar="OUT", type=Path, help="the grader's --out folder")
+    p.epilog = """examples:
+  python -m autograder export out/                                # out/final-grades.csv
+  python -m autograder export out/ --format canvas                # and out/canvas/<notebook>.csv
+  python -m autograder export out/ --format moodle --percent
+  python -m autograder export out/ --format canvas --roster roster.csv --id-from sis_login"""
+    options.out_folder(p)
     p.add_argument(
         "--format", choices=("canvas", "moodle"), help="also write OUT/<format>/<notebook>.csv"
     )
     p.add_argument(
         "--id-column",
+        metavar="COLUMN",
         help="the column the platform matches students on: Canvas 'SIS Login ID' (default), "
         "'SIS User ID' or 'ID'; Moodle 'username' (default), 'idnumber' or 'email'",
     )
-    p.add_argument("--roster", type=Path, help="CSV: a 'student' column and the platform's ids")
-    p.add_argument("--id-from", default="", help="the roster column holding the platform id")
+    p.add_argument(
+        "--roster", metavar="FILE", type=Path, help="CSV: a 'student' column and the platform's ids"
+    )
+    p.add_argument(
+        "--id-from", metavar="COLUMN", default="", help="the roster column holding the platform id"
+    )
     p.add_argument("--partial", action="store_true", help="export notebooks still waiting too")
     p.add_argument("--missing-zero", action="store_true", help="0 for notebooks not handed in")
     p.add_argument(
@@ -343,7 +354,6 @@ def parser() -> argparse.ArgumentParser:
         help="Moodle: each score as a percentage of the notebook's maximum (fits the maximum "
         "of 100 that Moodle gives a grade item the import creates)",
     )
-    return p
 
 
 def _platform(args: argparse.Namespace) -> Platform:
@@ -417,11 +427,14 @@ def _maximum_note(p: Platform, maximum: float) -> str:
     )
 
 
-def main(argv: list[str] | None = None) -> int:
-    try:
-        args = parser().parse_args(argv)
-    except SystemExit as exit_:
-        return int(exit_.code or 0)
+def main(argv: list[str]) -> int:
+    """`python -m autograder export ARGV...` (the command line's `export`)."""
+    from autograder.cli import main  # the one parser of every command
+
+    return main(["export", *argv])
+
+
+def run(args: argparse.Namespace) -> int:
     try:
         platform = _platform(args) if args.format else None
         finals = collect(args.out)

@@ -41,8 +41,10 @@ from autograder.grades import NotebookGrade
 from autograder.handgrading import NONE, Hand, Settled
 from autograder.notebook_io import grade_id, is_answer, is_test
 from autograder.sanitise import clean_metadata
-from autograder.settings import Limits
+from autograder.settings import LIMITS, Limits
 from autograder.wording import STUB, status_words
+
+PAGES = LIMITS.pages
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 CSP = (
@@ -54,7 +56,6 @@ WIDGET_MIMES = (
     "application/vnd.jupyter.widget-view+json",
     "application/vnd.jupyter.widget-state+json",
 )
-IMAGE_LIMIT = 2 * 2**20  # characters of one base64 image kept on the page
 STATUS_CLASSES = {Status.OK: "status-ok", Status.UNANSWERED: "status-wait"}  # else status-bad
 SUMMARY_START, SUMMARY_END = "<!-- grader-summary -->", "<!-- /grader-summary -->"
 ACTIVE_NOTE = "The notebook itself is not shown: it held active content."
@@ -177,7 +178,9 @@ def prepare_notebook(
         _bound(cell, limits)
         _markdown_as_html(cell)
     describe_images(nb)  # every figure's alt: what its cell's code says it shows
-    nb, _ = LimitOutput(max_lines=200, max_traceback=40).preprocess(nb, {})
+    nb, _ = LimitOutput(
+        max_lines=PAGES.output_lines, max_traceback=PAGES.traceback_lines
+    ).preprocess(nb, {})
     nb, _ = SanitizeHTML(strip=True).preprocess(nb, {})
     return nb
 
@@ -214,7 +217,7 @@ def _bound(cell: NotebookNode, limits: Limits) -> None:
             if not isinstance(text, str):
                 continue
             if mime.startswith("image/"):
-                if len(text) > IMAGE_LIMIT:
+                if len(text) > LIMITS.pages.image_chars:
                     del data[mime]
                     data.setdefault("text/plain", "[an image too large to show]")
             else:

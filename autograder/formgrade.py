@@ -154,14 +154,37 @@ def prepare(out: Path, course: Path | None = None) -> Path:
     return course
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m autograder formgrade", description=__doc__)
-    p.add_argument("out", metavar="OUT", type=Path, nargs="?", help="the grader's --out folder")
+def main(argv: list[str]) -> int:
+    """`python -m autograder formgrade ARGV...` (the command line's `formgrade`)."""
+    from autograder.cli import main  # the one parser of every command
+
+    return main(["formgrade", *argv])
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """`python -m autograder formgrade`: its options, description and examples."""
+    p.description = (
+        "Point formgrader (JupyterLab: Nbgrader, Formgrader) at the class graded in OUT, for "
+        "hand grading; the scores given there go to OUT/gradebook.db."
+    )
+    p.epilog = """examples:
+  python -m autograder formgrade out/               # formgrader shows the class in out/
+  python -m autograder formgrade out/ --if-graded   # the same; nothing when out/ is not graded
+  python -m autograder formgrade --clear            # formgrader back to the course alone"""
+    p.add_argument(
+        "out",
+        metavar="OUT",
+        type=Path,
+        nargs="?",
+        help="the graded class: grade's --out folder (none: as --clear)",
+    )
     p.add_argument("--clear", action="store_true", help="formgrader back to the course alone")
     p.add_argument(
         "--if-graded", action="store_true", help="do nothing (exit 0) when OUT is not graded yet"
     )
-    args = p.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> int:
     if args.clear or args.out is None:
         clear(course_dir())
         print("formgrader shows the course without a graded class")

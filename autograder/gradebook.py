@@ -35,12 +35,11 @@ from typing import Any
 
 import nbformat
 
-from autograder.contract import ASSIGNMENT, test_cell_id
+from autograder.contract import ASSIGNMENT, COURSE_ID, test_cell_id
 from autograder.enums import CellState, Status
 from autograder.grades import NotebookGrade
 from autograder.notebook_io import answer_cells, grade_id, nbgrader_meta, source
 
-COURSE_ID = "self-attention"
 TEXT_STUB = "YOUR ANSWER HERE"  # nbgrader_settings: ClearSolutions.text_stub
 # The schema revision of nbgrader's gradebook (its alembic head) that this code was written
 # for: nbgrader 0.9.6's "added course table and relationships". When an nbgrader upgrade

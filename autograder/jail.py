@@ -55,6 +55,7 @@ from pathlib import Path
 
 from autograder import cgroup as cgroups
 from autograder import seccomp
+from autograder.settings import LIMITS, MiB
 
 INSTALL = "bash scripts/install_bwrap.sh  (or: apt-get install -y bubblewrap)"
 PROBE_PACKAGE = "gradeprobe"  # the name autograder/probe is mounted under in the jail
@@ -62,7 +63,6 @@ LIB = "/jail/lib"  # on PYTHONPATH inside: the probe package and the course help
 DATA = "/jail/data"
 SCRATCH = "/tmp"
 NOBODY = 65534
-SHM_BYTES = 16 * 2**20  # /dev/shm: POSIX semaphores and the like, not a second scratch
 INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
 _ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "fonts", "nsswitch.conf")
 PASSED_ON = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "LANG", "LC_ALL", "TZ")  # when set here
@@ -77,9 +77,7 @@ CLOSER = (
     "import os, sys; os.closerange(3, os.sysconf('SC_OPEN_MAX')); "
     "os.execvp(sys.argv[1], sys.argv[1:])"
 )
-FILES = 1024  # RLIMIT_NOFILE of a jail with a cgroup
-FILES_UNBOUNDED = 256  # ... and of one without (memory held in open files is counted nowhere)
-PROBE_PROCESSES_UNBOUNDED = 128  # RLIMIT_NPROC of a probe's jail without a cgroup
+JAIL = LIMITS.jail  # every bound of a jail, with its reason (`python -m autograder limits`)
 
 
 class JailUnavailable(RuntimeError):
@@ -139,11 +137,13 @@ class Jail:
     probe: Path  # autograder/probe: mounted as LIB/PROBE_PACKAGE
     course: Path | None = None  # attention_course: mounted as LIB/attention_course
     data: Path | None = None  # the tiny Shakespeare file: DATA/<its name>
-    scratch_bytes: int = 64 * 2**20
-    file_bytes: int = 64 * 2**20  # RLIMIT_FSIZE: no file larger (scratch or shared)
-    shared_bytes: int = 96 * 2**20  # a probe jail is killed when its shared folder grows past
-    processes: int = 1024  # RLIMIT_NPROC and the cgroup's pids.max: processes and threads
-    memory_bytes: int = 4096 * 2**20  # the cgroup's bound, unless a launch gives its own
+    scratch_bytes: int = JAIL.scratch_bytes
+    file_bytes: int = JAIL.file_bytes  # RLIMIT_FSIZE: no file larger (scratch or shared)
+    shared_bytes: int = (
+        JAIL.shared_bytes
+    )  # a probe jail is killed when its shared folder grows past
+    processes: int = JAIL.processes  # RLIMIT_NPROC and the cgroup's pids.max
+    memory_bytes: int = LIMITS.memory_bytes  # the cgroup's bound, unless a launch gives its own
     host_uid: int = NOBODY  # used when the grader runs as root
     extra_env: dict[str, str] = field(default_factory=dict)
 
@@ -151,9 +151,9 @@ class Jail:
     def from_settings(
         cls,
         *,
-        scratch_mb: int = 64,
+        scratch_mb: int = JAIL.scratch_bytes // MiB,
         data: Path | str | None = None,
-        processes: int = 1024,
+        processes: int = JAIL.processes,
     ) -> Jail:
         """The jail for this installation: this Python, its venv, the project's helpers and
         probes, and the data set (given, else $TINYSHAKESPEARE, else the project's
@@ -174,7 +174,7 @@ class Jail:
             probe=Path(__file__).resolve().parent / "probe",
             course=course if course.is_dir() else None,
             data=data_path,
-            scratch_bytes=scratch_mb * 2**20,
+            scratch_bytes=scratch_mb * MiB,
             processes=processes,
         )
         try:
@@ -311,11 +311,11 @@ class Jail:
         tail += [self.python, "-I", "-S", "-c", CLOSER]
         processes = self.processes
         if cgroup is None and probes:
-            processes = min(processes, PROBE_PROCESSES_UNBOUNDED)
+            processes = min(processes, JAIL.probe_processes_unbounded)
         limits = [
             "prlimit",
             f"--nproc={processes}",
-            f"--nofile={FILES if cgroup is not None else FILES_UNBOUNDED}",
+            f"--nofile={JAIL.files if cgroup is not None else JAIL.files_unbounded}",
             f"--fsize={self.file_bytes}",
             "--core=0",
             "--",
@@ -380,7 +380,7 @@ class Jail:
         )
         args = ["--proc", "/proc", "--dev", "/dev"]
         args += ["--perms", "01777", "--size", str(self.scratch_bytes), "--tmpfs", SCRATCH]
-        args += ["--perms", "01777", "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm"]
+        args += ["--perms", "01777", "--size", str(JAIL.shm_bytes), "--tmpfs", "/dev/shm"]
         for d in dirs:
             if d != SCRATCH:
                 args += ["--perms", "0755", "--dir", d]

@@ -5,15 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from autograder.contract import COURSE_ID
 from autograder.paths import COURSE_DIR
-
-CELL_TIMEOUT = 120  # seconds a single cell may run under nbgrader
+from autograder.settings import LIMITS
 
 
 def configure(c: Any, course_dir: Path = COURSE_DIR) -> Any:
     """Fill a traitlets Config `c` with the course's settings and return it."""
     c.CourseDirectory.root = str(course_dir)
-    c.CourseDirectory.course_id = "self-attention"
+    c.CourseDirectory.course_id = COURSE_ID
     c.Exchange.root = str(course_dir / "exchange")
     # Formgrader renders students' outputs on the Jupyter server's own origin: no scripts.
     c.HTMLExporter.sanitize_html = True
@@ -21,7 +21,7 @@ def configure(c: Any, course_dir: Path = COURSE_DIR) -> Any:
     c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
     # Tracebacks without source lines: a failing hidden test never shows its code.
     c.Execute.extra_arguments = ["--InteractiveShell.xmode=Minimal"]
-    c.Execute.timeout = CELL_TIMEOUT
+    c.Execute.timeout = int(LIMITS.cell_timeout)  # the grader's own cell timeout
     c.ClearHiddenTests.enforce_metadata = True
     c.GenerateFeedback.preprocessors = [
         "nbgrader.preprocessors.GetGrades",

@@ -25,6 +25,7 @@ a run whose --timeout is shorter hears so.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import fcntl
 import hashlib
@@ -34,15 +35,17 @@ import os
 import shutil
 import site
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from autograder import options
 from autograder.discover import InputError, Master
 from autograder.enums import Status
 from autograder.paths import ROOT
-from autograder.settings import Limits, Settings
+from autograder.settings import LIMITS, Limits, Settings, add_limit_options
 from autograder.state import atomic_write
 from autograder.task import Outcome, Task
 
@@ -54,8 +57,6 @@ VARIABLES = (
     "PYTHONPATH", "PYTHONHOME", "PYTHONNOUSERSITE", "PYTHONSAFEPATH", "PYTHONUSERBASE",
     "TINYSHAKESPEARE", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "LANG", "LC_ALL", "TZ",
 )  # fmt: skip
-SLOW = 0.8  # a master that takes this share of --timeout or more makes the run warn
-KEEP = 200  # proofs kept in the cache (the newest)
 
 
 class CannotGrade(InputError):
@@ -377,7 +378,7 @@ def _prove(
     return records
 
 
-def _prune(folder: Path, keep: int = KEEP) -> None:
+def _prune(folder: Path, keep: int = LIMITS.proof.kept) -> None:
     """Forget all but the `keep` newest proofs (each grader version leaves its own)."""
     try:
         entries = sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
@@ -393,30 +394,33 @@ def _slow(settings: Settings, records: dict[str, dict[str, Any]]) -> list[str]:
         f"the master solution of {nb} took {r['seconds']:.0f} s to grade, against --timeout "
         f"{timeout:g}: correct work may be graded timeout (raise --timeout)"
         for nb, r in records.items()
-        if float(r.get("seconds", 0.0)) >= SLOW * timeout
+        if float(r.get("seconds", 0.0)) >= LIMITS.proof.slow_share * timeout
     ]
 
 
 # ---- `python -m autograder prove` -------------------------------------------------------------
 
 
-def main(argv: list[str]) -> int:
-    """Prove the grader on this machine now (all notebooks, or --notebooks), as `grade` would
-    before its first student: for a new machine, an image build or a benchmark's warm-up."""
-    import argparse
-    import tempfile
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """`python -m autograder prove`: its options, description and examples."""
+    p.description = (
+        "Prove the grader on this machine now (all notebooks, or --notebooks), as `grade` does "
+        "before its first student: for a new machine, an image build or a benchmark's warm-up."
+    )
+    p.epilog = """examples:
+  python -m autograder prove                       # every notebook, as grade would
+  python -m autograder prove --notebooks 02 --jobs 2
+  python -m autograder prove --memory-mb 1024      # within the bound grade will run with"""
+    options.notebooks(p, what="only these notebooks")
+    options.jobs(p)
+    options.no_jail(p)
+    add_limit_options(p, ("memory_mb",))
 
-    from autograder.discover import load_masters, select_notebooks
 
-    p = argparse.ArgumentParser(prog="python -m autograder prove", description=main.__doc__)
-    p.add_argument("--notebooks", metavar="LIST", help="only these notebooks (default: all)")
-    p.add_argument("--jobs", metavar="N", type=int, default=1, help="worker processes")
-    p.add_argument("--no-jail", action="store_true", help="prove the unjailed grader")
-    p.add_argument(
-        "--memory-mb", metavar="MiB", type=int, default=Limits().memory_mb,
-        help="the memory bound `grade` will run with (default: its default)",
-    )  # fmt: skip
-    args = p.parse_args(argv)
+def run(args: argparse.Namespace) -> int:
+    """Prove the grader now; one line per problem, exit code 2 on bad input."""
+    from autograder.discover import load_masters, select_notebooks  # the course, when run
+
     try:
         notebooks = select_notebooks(args.notebooks) if args.notebooks else ()
         masters = load_masters(notebooks=notebooks)

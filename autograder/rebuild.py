@@ -38,10 +38,10 @@ from autograder.notebook_io import (
     python_source,
     source,
 )
+from autograder.settings import LIMITS
 from autograder.stubs import released
 
 MISSING_ANSWER = "# (this answer cell is missing from the submission)"
-NAME_SEARCH_CHARS = 64_000  # longer cells are not parsed for the names they define
 _HIDDEN = re.compile(r"^[^\n]*BEGIN HIDDEN TESTS.*?END HIDDEN TESTS[^\n]*(\n|$)", re.S | re.M)
 
 
@@ -61,7 +61,7 @@ def normalise(src: str) -> str:
     return "\n".join(line.rstrip() for line in src.strip("\n").splitlines()).strip()
 
 
-def defined_names(src: str, limit: int = NAME_SEARCH_CHARS) -> set[str]:
+def defined_names(src: str, limit: int = LIMITS.match_cell_chars) -> set[str]:
     """Names a cell binds at module level (defs, classes, assignments, imports).
 
     Empty for a cell longer than `limit` or one that cannot be parsed in any way (deep
@@ -309,7 +309,7 @@ def _resembles(text: str, master_source: str, limit: int = 4_000) -> bool:
     return difflib.SequenceMatcher(None, text, theirs, autojunk=False).ratio() >= 0.6
 
 
-def match_score(nb: Any, master: NotebookNode, limit: int = NAME_SEARCH_CHARS) -> int:
+def match_score(nb: Any, master: NotebookNode, limit: int = LIMITS.match_cell_chars) -> int:
     """How strongly a (possibly renamed) submission looks like `master`: shared answer ids
     count 2, contract names defined in its code cells count 1."""
     answers = {gid: c for c in master.cells if is_answer(c) and (gid := grade_id(c))}

@@ -13,6 +13,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from autograder import options
 from autograder.outputs import Counts, NotGraded, refresh
 
 
@@ -25,17 +26,18 @@ def said(out: Path, counts: Counts) -> str:
     )
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(
-        prog="python -m autograder refresh",
-        description="Rewrite OUT's grades.csv, cells.csv, report and feedback pages with the "
-        "hand grading saved in formgrader.",
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """`python -m autograder refresh`: its options, description and examples."""
+    p.description = (
+        "Rewrite OUT's grades.csv, cells.csv, report and feedback pages with the hand grading "
+        "saved in formgrader."
     )
-    p.add_argument("out", metavar="OUT", type=Path, help="the grader's --out folder")
-    try:
-        args = p.parse_args(argv)
-    except SystemExit as exit_:
-        return int(exit_.code or 0)
+    p.epilog = """examples:
+  python -m autograder refresh out/    # after grading written answers in formgrader"""
+    options.out_folder(p)
+
+
+def run(args: argparse.Namespace) -> int:
     try:
         counts = refresh(args.out.resolve())
     except NotGraded as err:

@@ -88,15 +88,21 @@ def write_lab_settings(prefix: Path = Path(sys.prefix)) -> Path:
     return target
 
 
-def main(argv: list[str] | None = None) -> int:
-    """`release`: notebooks/ and .nbgrader/ from solutions/ (`--course-dir-only`: for the lab)."""
-    p = argparse.ArgumentParser(prog="python -m autograder release", description=main.__doc__)
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """`python -m autograder release`: its options, description and examples."""
+    p.description = "Release the notebooks: notebooks/ and the course's .nbgrader/ from solutions/."
+    p.epilog = """examples:
+  python -m autograder release                     # notebooks/ from solutions/
+  python -m autograder release --course-dir-only   # only .nbgrader/ and the lab's settings"""
     p.add_argument(
         "--course-dir-only",
         action="store_true",
         help="only make sure .nbgrader/ holds the assignment, and JupyterLab's course settings",
     )
-    args = p.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> int:
+    """notebooks/ and .nbgrader/ from solutions/ (`--course-dir-only`: for the lab)."""
     if args.course_dir_only:
         from autograder.formgrade import course_dir
 

@@ -35,13 +35,14 @@ from typing import Any
 
 from autograder.probe.child import GUARD_EXIT, PROBES, TIMEOUT_EXIT
 from autograder.probe.observed import (
-    RESULT_LIMIT,
+    Bounds,
     Unreadable,
     read_json,
     read_observed,
     read_text,
     write_observed,
 )
+from autograder.settings import LIMITS
 
 PRELOAD = [  # what the unjailed forkserver imports once
     "torch",
@@ -53,9 +54,9 @@ PRELOAD = [  # what the unjailed forkserver imports once
     "autograder.probe.child",
     *(f"autograder.probe.{name}" for name in PROBES),
 ]
-START_TIMEOUT = 120.0  # seconds a jailed probe server may take to import torch (or less:
-# never past the notebook's wall budget, `Sandbox.deadline`)
-REPLY_MARGIN = 5.0  # seconds past the cell timeout before the host kills a silent jail
+JAIL = LIMITS.jail  # the probe server's start (never past `Sandbox.deadline`), reply, memory
+READS = Bounds(LIMITS.reads.result_bytes, LIMITS.reads.result_json_bytes,
+               LIMITS.reads.npz_members, LIMITS.reads.npz_directory_bytes)  # fmt: skip
 __all__ = ["ProbeJob", "ProbeOutcome", "Sandbox", "read_observed", "write_observed"]
 
 
@@ -108,6 +109,8 @@ def job_file(job: ProbeJob, timeout: float, memory: int) -> dict[str, Any]:
         ],
         "timeout": timeout,
         "memory": memory,
+        "memory_margin": JAIL.probe_memory_margin,
+        "memory_floor": JAIL.probe_memory_floor,
     }
 
 
@@ -202,7 +205,7 @@ class Sandbox:
             self._spare = None
         self._prepare(notebook)
 
-    def wait_ready(self, timeout: float = START_TIMEOUT) -> bool:
+    def wait_ready(self, timeout: float = JAIL.probe_start_timeout) -> bool:
         """Wait until the prepared server has imported what it needs (False: it failed)."""
         spare = self._spare
         return spare is None or spare.wait_ready(time.monotonic() + timeout)
@@ -274,7 +277,7 @@ class Sandbox:
         folder = _job_folder(server.folder, files, self.jail)
         try:
             start = time.monotonic()
-            ready_by = min(start + START_TIMEOUT, self.deadline)
+            ready_by = min(start + JAIL.probe_start_timeout, self.deadline)
             exitcode = server.request(folder, self.cell_timeout, ready_by)
             seconds = time.monotonic() - start
             progress = server.progress  # read before a stopped jail's folder is removed
@@ -339,7 +342,7 @@ class Sandbox:
         stopped_in = stage.split(":", 1)[1] if stage.startswith("answer:") else None
         if not timed_out and exitcode == 0 and stage == "write":
             try:  # within one byte budget, and within the notebook's time
-                observed = read_observed(folder, deadline=self.deadline)
+                observed = read_observed(folder, READS, deadline=self.deadline)
             except Unreadable as err:  # the grader's own words, never the files'
                 return ProbeOutcome(None, f"its results could not be read ({err})", None, seconds)
             except Exception:  # missing, a link, not a regular file
@@ -450,7 +453,7 @@ class ProbeServer:
         `ready_by` (monotonic): when to give up waiting for the server to start."""
         self.overran, self.progress = False, ""
         if ready_by is None:
-            ready_by = time.monotonic() + START_TIMEOUT
+            ready_by = time.monotonic() + JAIL.probe_start_timeout
         if not self.wait_ready(ready_by):
             self.overran = False  # the server did not start: not the student's code
             self.kill()
@@ -466,7 +469,7 @@ class ProbeServer:
         except (OSError, ValueError):
             self.kill()
             return None
-        reply = self._readline(time.monotonic() + timeout + REPLY_MARGIN, watch=True)
+        reply = self._readline(time.monotonic() + timeout + JAIL.probe_reply_margin, watch=True)
         self.progress = read_text(folder, "progress")  # before a kill takes the folder with it
         if self.cgroup is not None and self.cgroup.over_since_mark():
             self.out_of_memory = True  # the kernel killed in the jail: stop all of it
@@ -647,7 +650,7 @@ def _forked_child(folder: str) -> None:  # pragma: no cover - in child
     os.environ["NBGRADER_EXECUTION"] = "autograde"
     code = 4
     try:
-        code = run_cell(folder, folder, RESULT_LIMIT)
+        code = run_cell(folder, folder, LIMITS.reads.result_bytes)
         _clear_own_session()
     finally:
         os._exit(code)

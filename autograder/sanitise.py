@@ -33,10 +33,11 @@ from bleach import clean
 from nbconvert.filters.markdown import markdown2html
 from nbformat import NotebookNode
 
+from autograder.settings import LIMITS
+
 IMAGES = ("image/png", "image/jpeg", "image/gif")
 KEPT = {"text/plain", "text/html", *IMAGES}
 BASE64 = re.compile(r"[A-Za-z0-9+/=\s]*")
-SIZE_LIMIT = 100_000  # pixels: a larger width or height is not a real image's
 REMOVED = "[an output the grader removed: {}, which could run code where it is shown]"
 TAGS = frozenset({
     "a", "abbr", "b", "blockquote", "br", "code", "dd", "del", "div", "dl", "dt", "em",
@@ -156,7 +157,7 @@ def _metadata(metadata: Any) -> dict[str, Any]:
 def _size(value: Any) -> int | float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    if not math.isfinite(value) or not 0 < value <= SIZE_LIMIT:
+    if not math.isfinite(value) or not 0 < value <= LIMITS.pages.image_pixels:
         return None
     return value
 

@@ -21,9 +21,10 @@ from pathlib import Path
 
 from autograder.grades import NotebookGrade
 from autograder.outdir import state_folder, state_path
+from autograder.settings import LIMITS
 
-KEY_BYTES = 32
-STATE_LIMIT = 16 * 2**20  # bytes: a state is a few KB; a larger file is not ours
+KEY_LENGTH = 32  # bytes of the HMAC key (a size, not a bound)
+STATE_BYTES = LIMITS.reads.state_bytes  # a state is a few KB; a larger file is not ours
 
 
 def atomic_write(path: Path, data: str | bytes, mode: int = 0o644) -> None:
@@ -78,11 +79,11 @@ class StateStore:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 return None, "not a file"
             with os.fdopen(fd, "rb", closefd=False) as f:
-                raw = f.read(STATE_LIMIT + 1)
+                raw = f.read(STATE_BYTES + 1)
         finally:
             os.close(fd)
         try:
-            doc = json.loads(raw) if len(raw) <= STATE_LIMIT else None
+            doc = json.loads(raw) if len(raw) <= STATE_BYTES else None
             data, mac = doc["grade"], doc["mac"]
             if not (isinstance(mac, str) and hmac.compare_digest(mac, self.mac(data))):
                 return None, "its MAC does not verify"
@@ -104,12 +105,12 @@ def _load_or_make_key(path: Path) -> bytes:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
         with os.fdopen(fd, "rb") as f:
             info = os.fstat(f.fileno())
-            key = f.read(KEY_BYTES + 1)
+            key = f.read(KEY_LENGTH + 1)
         proper = stat.S_ISREG(info.st_mode) and info.st_uid == os.getuid()
-        if proper and not info.st_mode & 0o077 and len(key) == KEY_BYTES:
+        if proper and not info.st_mode & 0o077 and len(key) == KEY_LENGTH:
             return key
     except OSError:
         pass
-    key = secrets.token_bytes(KEY_BYTES)  # a new key: every earlier state is regraded
+    key = secrets.token_bytes(KEY_LENGTH)  # a new key: every earlier state is regraded
     atomic_write(path, key, 0o600)
     return key

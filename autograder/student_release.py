@@ -41,7 +41,7 @@ from pathlib import Path
 
 import nbformat
 
-from autograder import colab, helpers, leaks, staging
+from autograder import colab, helpers, leaks, options, staging
 from autograder.contract import CONTRACT
 from autograder.notebook_io import source
 from autograder.paths import ROOT, SOLUTIONS
@@ -380,18 +380,21 @@ def build(
 # ---- command line ---------------------------------------------------------------------------
 
 
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="python -m autograder student-release",
-        description="Write the course as students get it: released notebooks, the helpers "
-        "they need, a student README and Makefile; no solutions, tests or grader.",
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """`python -m autograder student-release`: its options, description and examples."""
+    p.description = (
+        "Write the course as students get it: released notebooks, the helpers they need, a "
+        "student README and Makefile; no solutions, tests or grader."
     )
-    p.add_argument("--assignments", required=True, metavar="01,02,...", help="notebooks to ship")
+    p.epilog = """examples:
+  python -m autograder student-release --notebooks 01,02 --dest ../students
+  python -m autograder student-release --notebooks 01,02,03 --graded 01,02 --dest students --zip"""
+    options.notebooks(p, required=True, what="the notebooks to ship")
     p.add_argument("--dest", required=True, type=Path, metavar="DIR", help="the student tree")
     p.add_argument(
         "--graded",
         default="",
-        metavar="01,...",
+        metavar="LIST",
         help="notebooks already graded: their answers may appear in later notebooks' "
         "references and helpers (default: none)",
     )
@@ -402,12 +405,7 @@ def parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="take the notebooks from this nbgrader release instead of releasing solutions/ now",
     )
-    p.add_argument(
-        "--allow-placeholder",
-        action="store_true",
-        help="write the tree although [tool.course] repository is the placeholder (a trial)",
-    )
-    return p
+    options.allow_placeholder(p, "write the tree")
 
 
 def publish_hint(dest: Path, p: Plan) -> str:
@@ -424,13 +422,16 @@ def publish_hint(dest: Path, p: Plan) -> str:
     )
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str]) -> int:
+    """`python -m autograder student-release ARGV...` (the command line's `student-release`)."""
+    from autograder.cli import main  # the one parser of every command
+
+    return main(["student-release", *argv])
+
+
+def run(args: argparse.Namespace) -> int:
     try:
-        args = parser().parse_args(argv)
-    except SystemExit as exit_:
-        return int(exit_.code or 0)
-    try:
-        assignments = parse_notebooks(args.assignments)
+        assignments = parse_notebooks(args.notebooks)
         graded = {helpers.notebook_of(g) for g in args.graded.split(",") if g.strip()}
         repo = colab.settings()
     except ValueError as err:

@@ -24,7 +24,7 @@ import pytest
 from autograder import proof
 from autograder.discover import load_masters
 from autograder.grades import NotebookGrade
-from autograder.settings import Settings
+from autograder.settings import LIMITS, Settings
 from autograder.task import Outcome
 from tests.corpus import hostile
 
@@ -237,13 +237,13 @@ def test_a_cache_that_cannot_be_written_proves_every_time_and_says_so(
 
 
 def test_the_cache_keeps_only_the_newest_proofs(tmp_path: Path) -> None:
-    for i in range(proof.KEEP + 5):
+    for i in range(LIMITS.proof.kept + 5):
         entry = tmp_path / f"01-{i:04d}.json"
         entry.write_text("{}")
         os.utime(entry, (i, i))
     proof._prune(tmp_path)
     left = sorted(p.name for p in tmp_path.glob("*.json"))
-    assert len(left) == proof.KEEP and left[0] == "01-0005.json"
+    assert len(left) == LIMITS.proof.kept and left[0] == "01-0005.json"
 
 
 def test_a_memory_bound_too_small_for_the_masters_stops_before_grading(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from autograder.checks import spec_for
 from autograder.discover import load_masters
 from autograder.jail import Jail
 from autograder.judge import score_answers
-from autograder.sandbox import ProbeJob, Sandbox, read_observed, write_observed
+from autograder.sandbox import READS, ProbeJob, Sandbox, read_observed, write_observed
 from tests.corpus import hostile
 
 NOTEBOOK = hostile.course_notebooks()[0]
@@ -144,7 +144,7 @@ def test_observed_files_round_trip_without_pickle(tmp_path: Path) -> None:
         "objects": np.array([object()], dtype=object),
     }
     write_observed(tmp_path, observed)
-    back = read_observed(tmp_path)
+    back = read_observed(tmp_path, READS)
     assert np.array_equal(back["a"], observed["a"]) and back["a"].dtype == np.float32
     assert np.array_equal(back["nested"][0]["b"], [True, True])
     assert back["nested"][0]["n"] == 3 and np.isnan(back["nested"][0]["f"])
@@ -155,4 +155,4 @@ def test_observed_files_round_trip_without_pickle(tmp_path: Path) -> None:
     np.savez(tmp_path / "observed.npz", a0=np.array([object()], dtype=object))
     (tmp_path / "observed.json").write_text('{"a": {"\\u0000npz": "a0"}}')
     with pytest.raises(ValueError):
-        read_observed(tmp_path)
+        read_observed(tmp_path, READS)

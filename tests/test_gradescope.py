@@ -20,7 +20,7 @@ from autograder.grades import CellGrade, NotebookGrade, zero
 from autograder.gradescope import build, main
 from autograder.gradescope.results import STUB, failure, results
 from autograder.gradescope.schema import problems
-from autograder.settings import Limits
+from autograder.settings import LIMITS, Limits
 from autograder.wording import status_words
 
 NB02 = "02_queries_and_keys.ipynb"
@@ -155,18 +155,19 @@ def test_a_notebook_that_trains_needs_the_data_set_in_the_zip(tmp_path: Path, mo
 
 
 def test_the_readme_states_the_settings_the_command_prints() -> None:
-    from autograder.gradescope import MEMORY_MB
     from autograder.paths import ROOT
+
+    memory_mb = LIMITS.gradescope.memory_mb
 
     text = (ROOT / "README.md").read_text()
     section = " ".join(text.split("## Grading on Gradescope", 1)[1].split("\n## ", 1)[0].split())
-    limits = Limits(memory_mb=MEMORY_MB)
+    limits = Limits(memory_mb=memory_mb)
     one, seven = build.settings_advice(1, limits), build.settings_advice(7, limits)
     assert f"{one['timeout_seconds']} s for one notebook" in section
     assert f"{seven['timeout_seconds']:,} s for all seven" in section
     assert seven["timeout_seconds"] <= 40 * 60, "Gradescope's longest timeout"
     assert (
-        f"{one['memory_mb'] // 1024} GB with the zip's default `--memory-mb {MEMORY_MB}`" in section
+        f"{one['memory_mb'] // 1024} GB with the zip's default `--memory-mb {memory_mb}`" in section
     )
     assert f"`grade`'s {Limits().memory_mb}" in section
     assert f"{build.settings_advice(1, Limits())['memory_mb'] // 1024} GB" in section

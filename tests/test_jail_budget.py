@@ -10,7 +10,8 @@ from typing import Any
 from autograder.checks import spec_for
 from autograder.discover import load_masters
 from autograder.jail import Launch
-from autograder.sandbox import START_TIMEOUT, ProbeJob, Sandbox
+from autograder.sandbox import ProbeJob, Sandbox
+from autograder.settings import LIMITS
 from tests.corpus import hostile
 
 NOTEBOOK = hostile.course_notebooks()[0]
@@ -53,4 +54,4 @@ def test_a_server_that_never_starts_is_given_up_at_the_notebooks_deadline(
     waited = time.monotonic() - start
     assert jail.launched, "no server was started"
     assert outcome.observed is None and "stopped answering" in outcome.problem
-    assert 1.4 < waited < 6 < START_TIMEOUT, waited
+    assert 1.4 < waited < 6 < LIMITS.jail.probe_start_timeout, waited

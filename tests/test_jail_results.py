@@ -16,16 +16,19 @@ import pytest
 
 from autograder.probe.observed import (
     ARRAY,
-    MEMBER_LIMIT,
     Unreadable,
     read_observed,
     write_observed,
 )
+from autograder.sandbox import READS
+
+MEMBER_LIMIT = READS.members
 
 BOMB = """
 import json, resource, sys, time, zipfile
 import numpy as np
 from pathlib import Path
+from autograder.sandbox import READS
 from autograder.probe.observed import read_observed
 
 folder = Path(sys.argv[1])
@@ -39,7 +42,7 @@ with zipfile.ZipFile(folder / "observed.npz", "w", zipfile.ZIP_DEFLATED) as zf:
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 start = time.monotonic()
 try:
-    read_observed(folder)
+    read_observed(folder, READS)
     verdict = "read"
 except ValueError as err:
     verdict = str(err)
@@ -68,7 +71,7 @@ def stored(folder: Path, arrays: dict[str, np.ndarray], refs: object) -> None:
 
 def test_a_member_referred_to_many_times_is_read_once(tmp_path: Path) -> None:
     stored(tmp_path, {"a0": np.arange(4.0)}, {"x": [{ARRAY: "a0"}] * 100})
-    back = read_observed(tmp_path)
+    back = read_observed(tmp_path, READS)
     assert all(a is back["x"][0] for a in back["x"])
     assert np.array_equal(back["x"][0], np.arange(4.0))
 
@@ -76,11 +79,11 @@ def test_a_member_referred_to_many_times_is_read_once(tmp_path: Path) -> None:
 def test_one_budget_counts_the_files_and_every_array(tmp_path: Path) -> None:
     """4 MiB of arrays in a 4 MiB .npz: the grader holds 8 MiB to read them."""
     stored(tmp_path, {f"a{i}": np.zeros(2**17) for i in range(4)}, {"x": 1})
-    assert read_observed(tmp_path, limit=9 * 2**20) == {"x": 1}
-    with pytest.raises(Unreadable, match="add up to more"):
-        read_observed(tmp_path, limit=7 * 2**20)  # the files fit, not the arrays after them
+    assert read_observed(tmp_path, READS._replace(result_bytes=9 * 2**20)) == {"x": 1}
+    with pytest.raises(Unreadable, match="add up to more"):  # the files fit, not the arrays
+        read_observed(tmp_path, READS._replace(result_bytes=7 * 2**20))
     with pytest.raises(Unreadable, match="larger than the grader reads"):
-        read_observed(tmp_path, limit=3 * 2**20)  # the files themselves
+        read_observed(tmp_path, READS._replace(result_bytes=3 * 2**20))  # the files themselves
 
 
 def test_a_header_that_lies_about_its_size_is_refused(tmp_path: Path) -> None:
@@ -92,24 +95,24 @@ def test_a_header_that_lies_about_its_size_is_refused(tmp_path: Path) -> None:
             f.write(bytes(64))
     (tmp_path / "observed.json").write_text(json.dumps({"x": {ARRAY: "a0"}}))
     with pytest.raises(Unreadable, match="header does not match its size"):
-        read_observed(tmp_path)
+        read_observed(tmp_path, READS)
 
 
 def test_too_many_members_are_refused_before_the_archive_is_parsed(tmp_path: Path) -> None:
     stored(tmp_path, {f"a{i}": np.zeros(1) for i in range(MEMBER_LIMIT + 1)}, {"x": 1})
     with pytest.raises(Unreadable, match=f"more than {MEMBER_LIMIT} arrays"):
-        read_observed(tmp_path)
+        read_observed(tmp_path, READS)
 
 
 def test_objects_and_past_the_deadline_are_refused(tmp_path: Path) -> None:
     np.savez(tmp_path / "observed.npz", a0=np.array([object()], dtype=object))
     (tmp_path / "observed.json").write_text(json.dumps({"x": {ARRAY: "a0"}}))
     with pytest.raises(Unreadable, match="Python objects"):
-        read_observed(tmp_path)
+        read_observed(tmp_path, READS)
     write_observed(tmp_path, {"a": np.ones(3)})
-    assert read_observed(tmp_path, deadline=math.inf)["a"].sum() == 3
+    assert read_observed(tmp_path, READS, deadline=math.inf)["a"].sum() == 3
     with pytest.raises(Unreadable, match="time budget"):
-        read_observed(tmp_path, deadline=time.monotonic() - 1)
+        read_observed(tmp_path, READS, deadline=time.monotonic() - 1)
 
 
 def test_honest_results_round_trip(tmp_path: Path) -> None:
@@ -119,7 +122,7 @@ def test_honest_results_round_trip(tmp_path: Path) -> None:
         "n": 3,
     }
     write_observed(tmp_path, observed)
-    back = read_observed(tmp_path)
+    back = read_observed(tmp_path, READS)
     assert back["a"].dtype == np.float32 and np.array_equal(back["a"], observed["a"])
     assert [b.tolist() for b in back["b"]] == [b.tolist() for b in observed["b"]]
     assert back["b"][2].shape == (0, 3) and back["n"] == 3

@@ -12,75 +12,52 @@ import argparse
 import sys
 from pathlib import Path
 
+from autograder import options
 from autograder.gradescope.schema import VISIBILITIES
+from autograder.settings import LIMITS, add_limit_options, limits_from_args
 
-# A kernel and a probe side by side, each within this, and the grader: 3 GB on Gradescope.
-# Every course notebook's solution grades within 768 MB.
-MEMORY_MB = 1024
 DESCRIPTION = """\
 Build a Gradescope autograder (a zip to upload as a Programming Assignment's configuration).
 Gradescope builds an image from it (setup.sh: Ubuntu 22.04, Python 3.11, the grader's locked
 packages with PyTorch's CPU build) and grades each submission in its own container with the
 same grader, checks and limits as `python -m autograder grade`."""
+EXAMPLES = """\
+examples:
+  python -m autograder gradescope --notebooks 02 --out build/autograder.zip
+  python -m autograder gradescope --notebooks 01,02 --out a.zip --visibility hidden
+  python -m autograder gradescope --assignment week1.txt --out a.zip --memory-mb 1536"""
 
 
-def parser() -> argparse.ArgumentParser:
-    from autograder.settings import Limits
-
-    d = Limits()
-    p = argparse.ArgumentParser(
-        prog="python -m autograder gradescope",
-        description=DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """`python -m autograder gradescope`: its options, description and examples."""
+    p.description, p.epilog = DESCRIPTION, EXAMPLES
     which = p.add_mutually_exclusive_group()
-    which.add_argument("--notebooks", metavar="LIST", help="the notebooks graded, e.g. 02 or 01,02")
-    which.add_argument("--assignment", metavar="FILE", type=Path, help="a file naming them")
+    options.notebooks(which, what="the notebooks graded")
+    options.assignment(which)
     p.add_argument("--out", metavar="ZIP", type=Path, required=True, help="the zip to write")
-    p.add_argument(
-        "--timeout",
-        metavar="SECONDS",
-        type=float,
-        default=d.timeout,
-        help=f"wall budget per notebook (default {d.timeout:g}, as grade)",
-    )
-    p.add_argument(
-        "--cell-timeout",
-        metavar="SECONDS",
-        type=float,
-        default=d.cell_timeout,
-        help=f"time limit per cell (default {d.cell_timeout:g})",
-    )
-    p.add_argument(
-        "--memory-mb",
-        metavar="MB",
-        type=int,
-        default=MEMORY_MB,
-        help=f"memory bound of a kernel and of each probe (default {MEMORY_MB}, less than "
-        f"grade's {d.memory_mb}: the container holds both and the grader)",
-    )
+    # a kernel and a probe side by side, and the grader, within Gradescope's 3 GB
+    add_limit_options(p, ("timeout", "cell_timeout", "memory_mb"),
+                      {"memory_mb": LIMITS.gradescope.memory_mb})  # fmt: skip
     p.add_argument("--visibility", choices=VISIBILITIES, default="visible",
                    help="when students see each cell's result (default visible)")  # fmt: skip
-    return p
 
 
-def main(argv: list[str] | None = None) -> int:
-    from autograder.contract import CONTRACT
+def main(argv: list[str]) -> int:
+    """`python -m autograder gradescope ARGV...` (the command line's `gradescope`)."""
+    from autograder.cli import main  # the one parser of every command
+
+    return main(["gradescope", *argv])
+
+
+def run(args: argparse.Namespace) -> int:
+    from autograder.contract import CONTRACT  # the grader's modules: only when building
     from autograder.discover import InputError, select_notebooks
     from autograder.gradescope.build import LOCK, build
-    from autograder.settings import Limits
 
     try:
-        args = parser().parse_args(argv)
-    except SystemExit as exit_:
-        return int(exit_.code or 0)
-    try:
-        if min(args.timeout, args.cell_timeout, args.memory_mb) <= 0:
-            raise InputError("--timeout, --cell-timeout and --memory-mb must be positive")
         spec = args.notebooks or (args.assignment.read_text() if args.assignment else "")
         notebooks = list(select_notebooks(spec) if spec else CONTRACT)
-        limits = Limits(timeout=args.timeout, cell_timeout=min(args.cell_timeout, args.timeout),
-                        memory_mb=args.memory_mb)  # fmt: skip
+        limits = limits_from_args(args)
         settings, locked = build(notebooks, args.out.resolve(), limits, args.visibility)
     except (InputError, OSError) as err:
         print(f"python -m autograder gradescope: error: {err}", file=sys.stderr)

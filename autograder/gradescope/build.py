@@ -54,8 +54,6 @@ TARGET = {
     "python_full_version": f"{PYTHON}.0",
     "extra": "",
 }
-START_SECONDS = 120  # the container's start, torch's imports and the class outputs, generously
-GRADER_MB = 1024  # the grading process and its worker besides the kernel and the probes
 
 
 @dataclass
@@ -147,8 +145,9 @@ def data_file() -> Path | None:
 def settings_advice(n_notebooks: int, limits: Limits) -> dict[str, int]:
     """What to set in Gradescope's Autograder Settings for these limits."""
     return {
-        "timeout_seconds": int(n_notebooks * limits.timeout + START_SECONDS),
-        "memory_mb": 2 * limits.memory_mb + GRADER_MB,  # a kernel and a probe side by side
+        "timeout_seconds": int(n_notebooks * limits.timeout + limits.gradescope.start_seconds),
+        "memory_mb": 2 * limits.memory_mb
+        + limits.gradescope.grader_mb,  # a kernel and a probe side by side
     }
 
 

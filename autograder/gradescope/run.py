@@ -97,7 +97,7 @@ def collected(klass: Path, out: Path, config: dict) -> list[NotebookGrade]:
     from autograder.outputs import collect
     from autograder.state import StateStore
 
-    limits = Limits(**config["limits"])
+    limits = Limits.from_json(config["limits"])
     masters = load_masters(notebooks=tuple(config["notebooks"]))
     subs = discover(klass, masters, limits, out)
     store = StateStore(out)

@@ -132,15 +132,12 @@ def _observe(job: dict[str, Any], ns: dict[str, Any], cases: Any, error: str | N
     return observed
 
 
-MEMORY_MARGIN = 32 << 20  # bytes of the jail's bound left for the server's own use
-MEMORY_FLOOR = 64 << 20  # the least a child may allocate, however much the server holds
-
-
-def _limit(timeout: float, memory: int, file_bytes: int) -> None:
+def _limit(timeout: float, memory: int, file_bytes: int, margin: int, floor: int) -> None:
     """Bounds of the child. It may allocate what its jail's memory bound leaves once the
     server's resident pages (which it shares) are counted: one process that allocates too much
     gets a MemoryError in the student's cell, the same every time, before the jail's cgroup
-    would stop the whole jail."""
+    would stop the whole jail. `margin`: bytes of the bound left for the server's own use;
+    `floor`: the least the child may allocate (the grader's `jail.probe_memory_*` limits)."""
     import resource
 
     try:
@@ -148,7 +145,7 @@ def _limit(timeout: float, memory: int, file_bytes: int) -> None:
             size, resident = (int(v) * os.sysconf("SC_PAGE_SIZE") for v in f.read().split()[:2])
     except (OSError, ValueError):
         size = resident = 0
-    room = max(MEMORY_FLOOR, memory - resident - MEMORY_MARGIN)
+    room = max(floor, memory - resident - margin)
     for which, value in [
         (resource.RLIMIT_AS, size + room),
         (resource.RLIMIT_CPU, int(timeout) + 15),
@@ -197,7 +194,8 @@ def run_cell(folder: str, workdir: str, file_bytes: int) -> int:  # pragma: no c
         job = json.load(f)
     _guard(float(job["timeout"]))
     mark("start")
-    _limit(float(job["timeout"]), int(job["memory"]), file_bytes)
+    margin, floor = int(job["memory_margin"]), int(job["memory_floor"])
+    _limit(float(job["timeout"]), int(job["memory"]), file_bytes, margin, floor)
     os.makedirs(workdir, exist_ok=True)
     os.chdir(workdir)
     os.environ["MPLBACKEND"] = "Agg"

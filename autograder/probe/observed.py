@@ -4,12 +4,13 @@ pickle.
 The jail writes with `write_observed`; the grader reads with `read_observed`, which trusts
 nothing in the folder: no symbolic links are followed (the folder itself included), only
 regular files are read, and everything is read against one byte budget per probe
-(`RESULT_LIMIT`: the files, then each array) and the notebook's deadline. The .npz is read
-by the grader itself, not by numpy's loader: the number of members and the size of the
-central directory are checked first; a compressed member is refused (np.savez stores them
-uncompressed, so a member's size on disk is its size in memory); each member's size comes
-from its header (shape and dtype, objects refused) and must match the stored size before a
-byte of it is read; and each member is read once, however often the JSON refers to it.
+(`Bounds.result_bytes`, from the grader's `reads` limits: the files, then each array) and the
+notebook's deadline. The .npz is read by the grader itself, not by numpy's loader: the number
+of members and the size of the central directory are checked first; a compressed member is
+refused (np.savez stores them uncompressed, so a member's size on disk is its size in memory);
+each member's size comes from its header (shape and dtype, objects refused) and must match the
+stored size before a byte of it is read; and each member is read once, however often the JSON
+refers to it.
 Imports only the standard library and numpy.
 """
 
@@ -24,17 +25,22 @@ import struct
 import time
 import zipfile
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 ARRAY = "\x00npz"  # JSON marker: {ARRAY: key} stands for the array stored under key in the .npz
-RESULT_LIMIT = 256 * 2**20  # bytes the grader holds to read one probe's files and arrays
-JSON_LIMIT = 8 * 2**20  # of which observed.json (structure and scalars; arrays go to the .npz)
-MEMBER_LIMIT = 4096  # arrays in observed.npz
-DIRECTORY_LIMIT = 2**20  # bytes of its central directory
 KINDS = "biufcUS"  # the dtypes `encode` writes
 MAX_DEPTH = 8
+
+
+class Bounds(NamedTuple):
+    """What the grader reads of one probe's files (its settings' `reads` limits)."""
+
+    result_bytes: int  # bytes held to read the files and arrays, in all
+    json_bytes: int  # of which observed.json (structure and scalars; arrays go to the .npz)
+    members: int  # arrays in observed.npz
+    directory_bytes: int  # bytes of its central directory
 
 
 class Unreadable(ValueError):
@@ -137,19 +143,18 @@ def read_json(folder: str | Path, name: str, limit: int = 1 << 20) -> Any:
         return None
 
 
-def read_observed(
-    folder: str | Path, limit: int = RESULT_LIMIT, deadline: float = math.inf
-) -> dict[str, Any]:
-    """What the probe observed, within `limit` bytes in all and before `deadline` (monotonic).
+def read_observed(folder: str | Path, bounds: Bounds, deadline: float = math.inf) -> dict[str, Any]:
+    """What the probe observed, within `bounds` and before `deadline` (monotonic).
 
     Raises Unreadable (a bound or rule broken, in the grader's words) or OSError (missing,
     a link, not a regular file)."""
+    limit = bounds.result_bytes
     budget = _Budget(limit, deadline)
     npz = read_bytes(folder, "observed.npz", limit)
     budget.spend(len(npz), "the observed files are larger than the grader reads")
-    js = read_bytes(folder, "observed.json", min(JSON_LIMIT, budget.left))
+    js = read_bytes(folder, "observed.json", min(bounds.json_bytes, budget.left))
     budget.spend(len(js), "the observed files are larger than the grader reads")
-    arrays = read_arrays(npz, budget)
+    arrays = read_arrays(npz, budget, bounds)
     try:
         observed = decode(json.loads(js), arrays)
     except RecursionError:
@@ -175,9 +180,9 @@ class _Budget:
         self.left -= size
 
 
-def read_arrays(data: bytes, budget: _Budget) -> dict[str, np.ndarray]:
+def read_arrays(data: bytes, budget: _Budget, bounds: Bounds) -> dict[str, np.ndarray]:
     """Every array of an .npz held in `data`, each read once, sizes checked before reading."""
-    _check_directory(data)
+    _check_directory(data, bounds)
     arrays: dict[str, np.ndarray] = {}
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
@@ -185,8 +190,8 @@ def read_arrays(data: bytes, budget: _Budget) -> dict[str, np.ndarray]:
         raise Unreadable("observed.npz is not a readable .npz") from None
     with archive:
         infos = archive.infolist()
-        if len(infos) > MEMBER_LIMIT:
-            raise Unreadable(f"observed.npz holds more than {MEMBER_LIMIT} arrays")
+        if len(infos) > bounds.members:
+            raise Unreadable(f"observed.npz holds more than {bounds.members} arrays")
         for info in infos:
             key = info.filename.removesuffix(".npy")
             if key in arrays or not info.filename.endswith(".npy"):
@@ -204,7 +209,7 @@ def read_arrays(data: bytes, budget: _Budget) -> dict[str, np.ndarray]:
     return arrays
 
 
-def _check_directory(data: bytes) -> None:
+def _check_directory(data: bytes, bounds: Bounds) -> None:
     """Refuse a .npz whose end record promises more members or directory than the bounds:
     the zip reader would build all of it in memory first."""
     tail = data[-(2**16 + 22) :]
@@ -214,8 +219,8 @@ def _check_directory(data: bytes) -> None:
     entries, size = struct.unpack("<HI", tail[at + 10 : at + 16])
     if b"PK\x06\x07" in tail[max(0, at - 20) : at]:
         raise Unreadable("observed.npz is a ZIP64 archive (too large to be observed data)")
-    if entries > MEMBER_LIMIT or size > DIRECTORY_LIMIT:
-        raise Unreadable(f"observed.npz holds more than {MEMBER_LIMIT} arrays")
+    if entries > bounds.members or size > bounds.directory_bytes:
+        raise Unreadable(f"observed.npz holds more than {bounds.members} arrays")
 
 
 def _read_member(member: Any, stored: int) -> np.ndarray:
