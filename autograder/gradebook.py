@@ -32,15 +32,11 @@ import nbformat
 
 from autograder.contract import ASSIGNMENT, test_cell_id
 from autograder.notebook_io import answer_cells, grade_id, nbgrader_meta, source
+from autograder.outdir import autograded_path
 
 COURSE_ID = "self-attention"
 TEXT_STUB = "YOUR ANSWER HERE"  # nbgrader_settings: ClearSolutions.text_stub
 NO_ANSWER = ("missing", "invalid")  # statuses with no answer text to grade by hand
-
-
-def autograded_path(out: Path, student: str, notebook: str) -> Path:
-    """Where the executed, graded notebook of one submission lies (nbgrader's layout)."""
-    return out / "autograded" / student / ASSIGNMENT / f"{Path(notebook).stem}.ipynb"
 
 
 def manual_cells(master_nb: Any) -> dict[str, float]:
