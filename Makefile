@@ -31,20 +31,22 @@ GRADESCOPE_ZIP ?= build/autograder.zip
 # PyTorch's build (README, "Installing PyTorch"): TORCH=cpu (PyTorch's CPU index, ~190 MB),
 # cuda (PyPI's build and its NVIDIA libraries, ~2.5-3 GB) or auto: cuda where nvidia-smi
 # answers, else cpu. macOS and Windows get PyPI's build whatever TORCH says (it has no CUDA
-# download there). The pin is requirements.txt's.
+# download there). The pin is requirements-torch.txt's; the rest comes from requirements.lock.
 TORCH ?= auto
 TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 PLATFORM ?= $(if $(filter Windows_NT,$(OS)),Windows,$(shell uname -s))
 ifeq ($(filter cpu cuda auto,$(TORCH)),)
 $(error TORCH=$(TORCH): choose cpu, cuda or auto)
 endif
-TORCH_PIN = $(shell grep -m1 -E '^torch==' requirements.txt)
+TORCH_PIN = $(shell grep -m1 -E '^torch==' requirements-torch.txt)
 TORCH_GPU = $(shell nvidia-smi -L >/dev/null 2>&1 && echo yes)
 TORCH_BUILD = $(if $(filter Linux,$(PLATFORM)),$(if $(filter auto,$(TORCH)),$(if $(TORCH_GPU),cuda,cpu),$(TORCH)),default)
 TORCH_INSTALL = $(if $(filter cpu,$(TORCH_BUILD)),--index-url $(TORCH_CPU_INDEX) "$(TORCH_PIN)+cpu","$(TORCH_PIN)")
 TORCH_WORDS = $(if $(filter default,$(TORCH_BUILD)),PyPI's build for $(PLATFORM),the $(TORCH_BUILD) build)
 
-.PHONY: help venv lab test test-fast release grade lint format bench badges clean
+PIP_TOOLS ?= pip-tools==7.6.2
+
+.PHONY: help venv lock lab test test-fast release grade lint format bench badges clean
 .PHONY: student-release export jail gradescope
 
 help:
@@ -58,14 +60,16 @@ help:
 	@echo "make student-release NOTEBOOKS=01,02 [GRADED=01] DEST=dir   the students' own tree"
 	@echo "make export [FORMAT=canvas|moodle]   OUT/final-grades.csv (+ the platform's import CSV)"
 	@echo "make gradescope NOTEBOOKS=02   $(GRADESCOPE_ZIP): Gradescope's autograder for them"
+	@echo "make lock     requirements.lock (hashes) from requirements.in, after editing it"
 	@echo "TORCH=cpu|cuda|auto   PyTorch's build for .venv/ (auto: cuda where nvidia-smi answers)"
 
-$(STAMP): requirements.txt pyproject.toml
+# torch first (TORCH), then every other package at its locked version and hash.
+$(STAMP): requirements.lock requirements-torch.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	@echo "torch: $(TORCH_WORDS) (TORCH=$(TORCH) on $(PLATFORM))"
 	$(PY) -m pip install -q $(TORCH_INSTALL)
-	$(PY) -m pip install -q -r requirements.txt
+	$(PY) -m pip install -q --require-hashes -r requirements.lock
 	$(PY) -m pip install -q --no-deps -e .
 	# rfc3987-syntax costs 4-5 s at every Jupyter import and nothing needs it at run time.
 	$(PY) -m pip uninstall -y -q rfc3987-syntax || true
@@ -73,6 +77,13 @@ $(STAMP): requirements.txt pyproject.toml
 	touch $(STAMP)
 
 venv: $(STAMP)
+
+# requirements.lock from requirements.in, after editing it: every package (torch's own needs
+# included, torch itself not) pinned with its hashes. Then `make venv` installs it.
+lock: venv
+	$(PY) -m pip install -q "$(PIP_TOOLS)"
+	$(BIN)/pip-compile --generate-hashes --allow-unsafe --strip-extras --no-emit-find-links \
+	  --no-emit-index-url --quiet --output-file requirements.lock requirements.in
 
 # bubblewrap, the jail of student code (scripts/install_bwrap.sh does nothing when it is there).
 jail:

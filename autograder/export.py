@@ -27,18 +27,19 @@ import csv
 import io
 import sys
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, TypeVar
 
 from autograder import options
 from autograder.contract import ASSIGNMENT
+from autograder.csvs import neutral, starts_like_formula
 from autograder.enums import Status
 
 CANVAS_FIXED = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
 CANVAS_IDS = CANVAS_FIXED[1:4]
 MOODLE_IDS = {"username": "Username", "idnumber": "ID number", "email": "Email address"}
-FORMULA = ("=", "+", "-", "@", "\t", "\r")
 
 
 @dataclass
@@ -146,11 +147,6 @@ def number(x: float) -> str:
     return f"{x:.6f}".rstrip("0").rstrip(".")
 
 
-def _safe(cell: str) -> str:
-    """A text cell a spreadsheet will not run as a formula."""
-    return "'" + cell if cell.startswith(FORMULA) else cell
-
-
 def final_grades_csv(finals: list[Final]) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
@@ -160,7 +156,7 @@ def final_grades_csv(finals: list[Final]) -> str:
     )
     for f in finals:
         w.writerow(
-            [_safe(f.student), f.notebook, number(f.autograded), number(f.autograded_max)]
+            [neutral(f.student), f.notebook, number(f.autograded), number(f.autograded_max)]
             + [number(f.manual), number(f.manual_max), number(f.extra_credit)]
             + [number(f.score), number(f.max_score), f.status, f.hand_grading]
         )
@@ -169,20 +165,40 @@ def final_grades_csv(finals: list[Final]) -> str:
 
 @dataclass(frozen=True)
 class Platform:
-    """How grades go into the learning platform's import CSV."""
+    """How grades go into a learning platform's import CSV. A platform is one subclass,
+    registered with @platform("name"): the id columns it matches students on, its file's header
+    and rows, and what the instructor must set there. `Platform("canvas", ...)` makes the
+    registered class of that name."""
 
-    kind: str  # canvas | moodle
+    kind: str  # the registered name: canvas | moodle
     id_column: str  # Canvas: ID, SIS User ID, SIS Login ID; Moodle: username, idnumber, email
     roster: dict[str, dict[str, str]] = field(default_factory=dict)  # student -> roster row
     id_from: str = ""  # roster column holding the platform id ("" = the grader's student id)
     partial: bool = False
     missing_zero: bool = False
-    percent: bool = False  # Moodle: scores as percentages of the notebook's maximum
+    percent: bool = False  # scores as percentages of the notebook's maximum (where allowed)
+
+    name: ClassVar[str] = ""
+    id_columns: ClassVar[tuple[str, ...]] = ()  # the ones it matches on, the default first
+    case_free_ids: ClassVar[tuple[str, ...]] = ()  # id columns the platform compares ignoring case
+    no_percent: ClassVar[str] = ""  # why --percent is not for it (empty: it is)
+
+    def __new__(cls, kind: str, *args: Any, **kwargs: Any) -> Platform:
+        if cls is Platform:
+            if kind not in PLATFORMS:
+                raise ValueError(f"no platform {kind!r}: {', '.join(sorted(PLATFORMS))}")
+            cls = PLATFORMS[kind]
+        return super().__new__(cls)
+
+    def __post_init__(self) -> None:
+        if self.kind != self.name:
+            raise ValueError(
+                f"{type(self).__name__} is the platform {self.name!r}, not {self.kind!r}"
+            )
 
     @property
     def ids_ignore_case(self) -> bool:
-        """Canvas login ids, Moodle user names and e-mail addresses ignore case."""
-        return self.id_column in ("SIS Login ID", "username", "email")
+        return self.id_column in self.case_free_ids
 
     def platform_id(self, student: str) -> str | None:
         if not self.roster:
@@ -199,6 +215,77 @@ class Platform:
         if self.percent and f.max_score:
             return number(round(100 * f.score / f.max_score, 2))
         return number(f.score)
+
+    def header(self, notebook: str, maximum: float) -> list[list[str]]:
+        """The file's rows before the students'."""
+        raise NotImplementedError
+
+    def row(self, pid: str, name: str, value: str) -> list[str]:
+        """A student's row: platform id, name (the roster's, else the grader's id), grade."""
+        raise NotImplementedError
+
+    def maximum_note(self, maximum: float) -> str:
+        """What the instructor must know of the notebook's maximum on this platform."""
+        raise NotImplementedError
+
+
+PLATFORMS: dict[str, type[Platform]] = {}  # --format's choices: name -> its Platform subclass
+P = TypeVar("P", bound=Platform)
+
+
+def platform(name: str) -> Callable[[type[P]], type[P]]:
+    """Register a Platform subclass under `name` (`--format name`)."""
+
+    def register(cls: type[P]) -> type[P]:
+        cls.name = name
+        PLATFORMS[name] = cls
+        return cls
+
+    return register
+
+
+@platform("canvas")
+@dataclass(frozen=True)
+class Canvas(Platform):
+    """Canvas's gradebook import: its fixed columns, a Points Possible row, one id filled."""
+
+    id_columns: ClassVar[tuple[str, ...]] = ("SIS Login ID", "SIS User ID", "ID")
+    case_free_ids: ClassVar[tuple[str, ...]] = ("SIS Login ID",)
+    no_percent: ClassVar[str] = "Canvas reads the points possible"
+
+    def header(self, notebook: str, maximum: float) -> list[list[str]]:
+        return [[*CANVAS_FIXED, notebook], ["Points Possible", "", "", "", "", number(maximum)]]
+
+    def row(self, pid: str, name: str, value: str) -> list[str]:
+        ids = ["" if c != self.id_column else pid for c in CANVAS_IDS]
+        return [neutral(name), *ids, "", value]
+
+    def maximum_note(self, maximum: float) -> str:
+        return f"its Points Possible row says {number(maximum)}"
+
+
+@platform("moodle")
+@dataclass(frozen=True)
+class Moodle(Platform):
+    """Moodle's CSV grade import: the id column and the grade, nothing else."""
+
+    id_columns: ClassVar[tuple[str, ...]] = tuple(MOODLE_IDS)
+    case_free_ids: ClassVar[tuple[str, ...]] = ("username", "email")
+
+    def header(self, notebook: str, maximum: float) -> list[list[str]]:
+        return [[MOODLE_IDS[self.id_column], notebook]]
+
+    def row(self, pid: str, name: str, value: str) -> list[str]:
+        return [pid, value]
+
+    def maximum_note(self, maximum: float) -> str:
+        if self.percent:
+            return "percentages of the notebook's points: the grade item's maximum must be 100"
+        return (
+            f"the Moodle grade item needs a maximum grade of {number(maximum)} (a grade item "
+            f"made by the import gets 100: set it to {number(maximum)} first, or export with "
+            "--percent)"
+        )
 
 
 def columns(finals: list[Final]) -> list[str]:
@@ -249,7 +336,7 @@ def _platform_ids(finals: list[Final], p: Platform, warnings: list[str]) -> dict
         pid = p.platform_id(student)
         if pid is None:
             warnings.append(f"{student}: not in the roster (left out)")
-        elif pid.startswith(FORMULA):
+        elif starts_like_formula(pid):
             warnings.append(f"{student}: id {pid!r} starts like a formula (left out)")
         else:
             ids[student] = pid
@@ -270,16 +357,8 @@ def _platform_ids(finals: list[Final], p: Platform, warnings: list[str]) -> dict
 def _file(p: Platform, notebook: str, rows: list[tuple[str, str, str]], maximum: float) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    if p.kind == "canvas":
-        w.writerow([*CANVAS_FIXED, notebook])
-        w.writerow(["Points Possible", "", "", "", "", number(maximum)])
-        for pid, name, value in rows:
-            ids = ["" if c != p.id_column else pid for c in CANVAS_IDS]
-            w.writerow([_safe(name), *ids, "", value])
-    else:
-        w.writerow([MOODLE_IDS[p.id_column], notebook])
-        for pid, _, value in rows:
-            w.writerow([pid, value])
+    w.writerows(p.header(notebook, maximum))
+    w.writerows(p.row(pid, name, value) for pid, name, value in rows)
     return buf.getvalue()
 
 
@@ -332,13 +411,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
   python -m autograder export out/ --format canvas --roster roster.csv --id-from sis_login"""
     options.out_folder(p)
     p.add_argument(
-        "--format", choices=("canvas", "moodle"), help="also write OUT/<format>/<notebook>.csv"
+        "--format", choices=sorted(PLATFORMS), help="also write OUT/<format>/<notebook>.csv"
     )
     p.add_argument(
         "--id-column",
         metavar="COLUMN",
-        help="the column the platform matches students on: Canvas 'SIS Login ID' (default), "
-        "'SIS User ID' or 'ID'; Moodle 'username' (default), 'idnumber' or 'email'",
+        help=f"the column the platform matches students on: {_ids()}",
     )
     p.add_argument(
         "--roster", metavar="FILE", type=Path, help="CSV: a 'student' column and the platform's ids"
@@ -356,19 +434,29 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _ids() -> str:
+    """Each platform's id columns, for --help: Canvas 'SIS Login ID' (default), ... or 'ID'."""
+    said = []
+    for cls in PLATFORMS.values():
+        first, *others = (f"'{c}'" for c in cls.id_columns)
+        rest = ", ".join(others[:-1]) + f" or {others[-1]}" if len(others) > 1 else "".join(others)
+        said.append(f"{cls.__name__} {first} (default)" + (f", {rest}" if rest else ""))
+    return "; ".join(said)
+
+
 def _platform(args: argparse.Namespace) -> Platform:
-    default = {"canvas": "SIS Login ID", "moodle": "username"}[args.format]
-    id_column = args.id_column or default
-    allowed = CANVAS_IDS if args.format == "canvas" else tuple(MOODLE_IDS)
-    if id_column not in allowed:
-        raise ValueError(f"--id-column for {args.format} is one of {', '.join(allowed)}")
-    if args.percent and args.format != "moodle":
-        raise ValueError("--percent is for --format moodle (Canvas reads the points possible)")
+    cls = PLATFORMS[args.format]
+    id_column = args.id_column or cls.id_columns[0]
+    if id_column not in cls.id_columns:
+        raise ValueError(f"--id-column for {args.format} is one of {', '.join(cls.id_columns)}")
+    if args.percent and cls.no_percent:
+        allowed = ", ".join(name for name, c in PLATFORMS.items() if not c.no_percent)
+        raise ValueError(f"--percent is for --format {allowed} ({cls.no_percent})")
     roster = read_roster(args.roster) if args.roster else {}
     if roster and args.id_from and args.id_from not in next(iter(roster.values())):
         raise ValueError(f"the roster has no column {args.id_from!r}")
-    return Platform(args.format, id_column, roster, args.id_from, args.partial,
-                    args.missing_zero, args.percent)  # fmt: skip
+    return cls(args.format, id_column, roster, args.id_from, args.partial,
+               args.missing_zero, args.percent)  # fmt: skip
 
 
 def _refresh(out: Path) -> None:
@@ -404,8 +492,9 @@ def write_platform(out: Path, finals: list[Final], platform: Platform) -> list[P
             target = folder / f"{notebook}.csv"
             target.write_text(text, encoding="utf-8")
             written.append(target)
-            rows = text.count("\n") - (2 if platform.kind == "canvas" else 1)
-            note = _maximum_note(platform, result.maxima[notebook])
+            maximum = result.maxima[notebook]
+            rows = text.count("\n") - len(platform.header(notebook, maximum))
+            note = platform.maximum_note(maximum)
             plural = "s" if rows != 1 else ""
             print(f"{target}: {rows} student{plural}, matched on {platform.id_column}; {note}")
         left = result.left_out.get(notebook, [])
@@ -414,17 +503,6 @@ def write_platform(out: Path, finals: list[Final], platform: Platform) -> list[P
     for warning in result.warnings:
         print(f"  {warning}", file=sys.stderr)
     return written
-
-
-def _maximum_note(p: Platform, maximum: float) -> str:
-    if p.kind == "canvas":
-        return f"its Points Possible row says {number(maximum)}"
-    if p.percent:
-        return "percentages of the notebook's points: the grade item's maximum must be 100"
-    return (
-        f"the Moodle grade item needs a maximum grade of {number(maximum)} (a grade item made "
-        f"by the import gets 100: set it to {number(maximum)} first, or export with --percent)"
-    )
 
 
 def main(argv: list[str]) -> int:

@@ -10,7 +10,7 @@ cell's output is replaced by the trusted report, hidden tests are cleared (nbgra
 ClearHiddenTests), long sources and outputs are cut with a note (rendering stays inside the
 notebook's time budget), widgets are dropped (their state and views are scripts; a view keeps
 its text stand-in), and everything that came from student code is sanitised with
-nbconvert's SanitizeHTML (bleach): no script, no event handler, no iframe, no javascript:
+nbconvert's SanitizeHTML and nh3: no script, no event handler, no iframe, no javascript:
 URL. A Content-Security-Policy meta tag forbids scripts and remote loads as a second wall, and
 a page in which a check still finds active content is replaced by the summary alone.
 """
@@ -22,7 +22,6 @@ from functools import cache
 from html.parser import HTMLParser
 from pathlib import Path
 
-from bleach import clean
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 from nbconvert import HTMLExporter
@@ -40,7 +39,7 @@ from autograder.enums import CellState, Reason, Status
 from autograder.grades import NotebookGrade
 from autograder.handgrading import NONE, Hand, Settled
 from autograder.notebook_io import grade_id, is_answer, is_test
-from autograder.sanitise import clean_metadata
+from autograder.sanitise import PROTOCOLS, clean, clean_metadata
 from autograder.settings import LIMITS, Limits
 from autograder.wording import STUB, status_words
 
@@ -225,12 +224,15 @@ def _bound(cell: NotebookNode, limits: Limits) -> None:
 
 
 def _safe_html(markdown: str) -> str:
-    return clean(markdown2html(markdown), tags=SanitizeHTML().tags, strip=True)
+    """Markdown rendered, keeping nbconvert's SanitizeHTML tags and attributes and links to
+    http, https and mailto only."""
+    sanitizer = SanitizeHTML()
+    return clean(markdown2html(markdown), sanitizer.tags, sanitizer.attributes, PROTOCOLS)
 
 
 def _markdown_as_html(cell: NotebookNode) -> None:
     """Markdown from student code or a student's written answer, rendered and cleaned here:
-    bleach cleans HTML, but a markdown link to javascript: only becomes HTML later."""
+    the sanitiser cleans HTML, but a markdown link to javascript: only becomes HTML later."""
     if cell.cell_type == "markdown" and is_answer(cell):
         cell.source = _safe_html(cell.source)
     for output in cell.get("outputs", []):

@@ -39,6 +39,7 @@ from autograder.contract import ASSIGNMENT, COURSE_ID, test_cell_id
 from autograder.enums import CellState, Status
 from autograder.grades import NotebookGrade
 from autograder.notebook_io import answer_cells, grade_id, nbgrader_meta, source
+from autograder.outdir import autograded_path
 
 TEXT_STUB = "YOUR ANSWER HERE"  # nbgrader_settings: ClearSolutions.text_stub
 # The schema revision of nbgrader's gradebook (its alembic head) that this code was written
@@ -48,11 +49,6 @@ TEXT_STUB = "YOUR ANSWER HERE"  # nbgrader_settings: ClearSolutions.text_stub
 # API and the SQL that reads them back (handgrading.py, export.py, `previous_hand_grading`),
 # then set this to the new head.
 NBGRADER_SCHEMA = "e43177bfe90b"
-
-
-def autograded_path(out: Path, student: str, notebook: str) -> Path:
-    """Where the executed, graded notebook of one submission lies (nbgrader's layout)."""
-    return out / "autograded" / student / ASSIGNMENT / f"{Path(notebook).stem}.ipynb"
 
 
 def manual_cells(master_nb: Any) -> dict[str, float]:

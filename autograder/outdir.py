@@ -13,8 +13,9 @@ def feedback_path(out: Path, student: str, notebook: str) -> Path:
 
 
 def autograded_path(out: Path, student: str, notebook: str) -> Path:
-    """The executed graded notebook in nbgrader's layout, for the formgrader."""
-    return out / "autograded" / student / ASSIGNMENT / notebook
+    """The executed graded notebook in nbgrader's layout, for the formgrader:
+    OUT/autograded/<student>/<assignment>/<notebook stem>.ipynb (`notebook`: file name or stem)."""
+    return out / "autograded" / student / ASSIGNMENT / f"{Path(notebook).stem}.ipynb"
 
 
 def state_folder(out: Path) -> Path:

@@ -32,6 +32,7 @@ from pathlib import Path
 
 from autograder import handgrading
 from autograder.contract import CONTRACT
+from autograder.csvs import neutral
 from autograder.discover import Choice, Master, Submission, load_masters
 from autograder.enums import CellState, Reason, Status
 from autograder.feedback import summary_page, with_hand_grading
@@ -42,7 +43,6 @@ from autograder.outdir import feedback_path, state_folder
 from autograder.report import write_report
 from autograder.state import StateStore, atomic_write
 
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 NOT_GRADED = "the grader could not grade this file (see grader.log)"
 PLACEHOLDER_PROBLEMS = {  # the zero of each autograded cell of a notebook no worker graded
     Status.MISSING: (Reason.NOT_SUBMITTED, "not submitted"),
@@ -92,12 +92,6 @@ def collect(
                 grade = placeholder(sub, notebook, master, Status.MISSING)
             grades.append(grade)
     return grades
-
-
-def neutral(value: object) -> str:
-    """A CSV cell a spreadsheet shows as text, never runs as a formula."""
-    text = str(value)
-    return "'" + text if text.startswith(FORMULA_STARTS) else text
 
 
 def _csv(header: list[str], rows: list[list[object]]) -> str:

@@ -201,7 +201,7 @@ def outside_jail(needs: Iterable[str] = KERNEL_NEEDS) -> str:
         outside[name] = entry or str(origin.parent)
     if missing:
         return (
-            f"{', '.join(missing)} not installed in {sys.prefix}: pip install -r requirements.txt"
+            f"{', '.join(missing)} not installed in {sys.prefix}: pip install -r requirements.lock"
         )
     if not outside:
         return ""
@@ -210,7 +210,7 @@ def outside_jail(needs: Iterable[str] = KERNEL_NEEDS) -> str:
     return (
         f"{listed} live in {entry}, {_how(entry)}, outside this Python environment ({prefix}) "
         f"and Python's own prefix ({base}), the only places the jail shows student code: "
-        f"install them into {prefix} (pip install -r requirements.txt) or grade from the "
+        f"install them into {prefix} (pip install -r requirements.lock) or grade from the "
         "environment that holds them"
     )
 

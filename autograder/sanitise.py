@@ -9,7 +9,7 @@ is cleaned. For every output:
 - metadata keeps only what rendering needs: a positive, numeric width and height per image
   type (no `filenames`, no `isolated`, nothing else);
 - images keep only PNG, JPEG or GIF data that is plain base64;
-- HTML is cleaned with bleach: text formatting, lists, tables and links (http, https, mailto)
+- HTML is cleaned with nh3 (ammonia): text formatting, lists, tables and links (http, https, mailto)
   are kept; scripts, event handlers, frames, forms, styles, images and every other tag or
   attribute are removed (their text stays);
 - markdown is rendered to HTML and cleaned the same way (a javascript: link is markdown until
@@ -25,11 +25,12 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable
 from html.parser import HTMLParser
 from typing import Any
 
 import nbformat
-from bleach import clean
+import nh3
 from nbconvert.filters.markdown import markdown2html
 from nbformat import NotebookNode
 
@@ -76,12 +77,21 @@ def clean_metadata(cell: NotebookNode) -> None:
             output["metadata"] = _metadata(output["metadata"])
 
 
+def clean(
+    html: str, tags: Iterable[str], attributes: dict[str, list[str]], protocols: Iterable[str]
+) -> str:
+    """`html` with only `tags`, `attributes` (tag -> names, "*" for any tag) and URL schemes:
+    every other tag is removed and its text kept (a script's or a style's too, as text), comments
+    go, and no `rel` is added to links."""
+    return nh3.clean(
+        html, tags=set(tags), attributes={t: set(a) for t, a in attributes.items()},
+        url_schemes=set(protocols), clean_content_tags=set(), link_rel=None, strip_comments=True,
+    )  # fmt: skip
+
+
 def clean_html(html: str) -> str:
     """HTML with only the tags, attributes and URL schemes of the lists above."""
-    return clean(
-        html, tags=TAGS, attributes=ATTRIBUTES, protocols=PROTOCOLS, strip=True,
-        strip_comments=True,
-    )  # fmt: skip
+    return clean(html, TAGS, ATTRIBUTES, PROTOCOLS)
 
 
 class _Tags(HTMLParser):

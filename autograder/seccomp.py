@@ -57,7 +57,7 @@ PERSONALITY_FLAGS = {  # personality(2) flags refused (the query 0xffffffff stay
     "ADDR_LIMIT_3GB": 0x8000000,
 }
 QUERY_BITS = 0xF0000000  # set only in personality's query value
-INSTALL = "pip install pyseccomp (requirements.txt) and libseccomp2 (scripts/install_bwrap.sh)"
+INSTALL = "pip install pyseccomp (requirements.lock) and libseccomp2 (scripts/install_bwrap.sh)"
 
 
 class SeccompUnavailable(RuntimeError):

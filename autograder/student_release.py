@@ -45,12 +45,13 @@ from autograder import colab, helpers, leaks, options, staging
 from autograder.contract import CONTRACT
 from autograder.notebook_io import source
 from autograder.paths import ROOT, SOLUTIONS
+from autograder.pins import pins as course_pins
 from autograder.release import LAB_OVERRIDES
 
 TEMPLATES = ROOT / "student"
 PACKAGE = ROOT / helpers.PACKAGE
 MARKER = ".course/release.json"
-# Packages of requirements.txt a student needs: Colab's set plus JupyterLab, never nbgrader.
+# Packages of the course's pins a student needs: Colab's set plus JupyterLab, never nbgrader.
 STUDENT_PACKAGES = (
     "torch", "numpy", "jupyterlab", "jupyterlab_server", "ipywidgets", "matplotlib", "tqdm",
 )  # fmt: skip
@@ -161,15 +162,11 @@ def _normal(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def student_requirements(requirements: Path = ROOT / "requirements.txt") -> str:
-    """The student's pins: the course's own, for the packages a student needs; a package the
-    course does not pin (jupyterlab_server, JupyterLab's settings and overrides) at the version
-    the instructor's environment runs."""
-    pins = {}
-    for line in requirements.read_text(encoding="utf-8").splitlines():
-        match = re.match(r"^([A-Za-z0-9_.-]+)\s*==", line.strip())
-        if match:
-            pins[_normal(match[1])] = line.strip()
+def student_requirements() -> str:
+    """The student's pins: the course's own (requirements.in, requirements-torch.txt), for the
+    packages a student needs; a package the course does not pin (jupyterlab_server, JupyterLab's
+    settings and overrides) at the version the instructor's environment runs."""
+    pins = course_pins()
     lines = ["# What `make lab` installs into .venv/ (Colab has all of it already)."]
     for package in STUDENT_PACKAGES:
         if _normal(package) not in pins:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install what the jail of student code needs, once: nothing happens when it is all there.
 # bubblewrap (bwrap) makes the jail; libseccomp2 builds its seccomp filter (through pyseccomp,
-# in requirements.txt); prlimit, unshare and setpriv come with util-linux (present on Debian and
+# in requirements.lock); prlimit, unshare and setpriv come with util-linux (present on Debian and
 # Ubuntu). openssl makes the certificates of a Dask cluster (scripts/cluster_certs.sh).
 set -euo pipefail
 

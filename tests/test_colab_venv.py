@@ -30,7 +30,6 @@ import hashlib
 import importlib.metadata
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -53,6 +52,7 @@ from autograder.notebook_io import (
     source,
 )
 from autograder.paths import NOTEBOOKS, ROOT, SOLUTIONS
+from autograder.pins import pins as course_pins
 from tests.stubflow import answer_names, stub_problems
 
 pytestmark = pytest.mark.slow
@@ -66,13 +66,9 @@ RELEASED = sorted(NOTEBOOKS.glob("*.ipynb"))
 
 def requirements() -> list[str]:
     """Colab's packages at the project's pins (ipykernel at the version installed here)."""
-    pins = {}
-    for line in (ROOT / "requirements.txt").read_text().splitlines():
-        match = re.match(r"^([A-Za-z0-9_.-]+)==(\S+)", line.strip())
-        if match:
-            pins[match[1].lower()] = match[0]
+    pins = course_pins()
     missing = [p for p in COLAB_PACKAGES if p not in pins]
-    assert not missing, f"requirements.txt pins none of {missing}"
+    assert not missing, f"requirements.in pins none of {missing}"
     return [pins[p] for p in COLAB_PACKAGES] + [
         f"ipykernel=={importlib.metadata.version('ipykernel')}"
     ]
@@ -129,7 +125,7 @@ def base_venv() -> Path:
     pins = [Requirement(r) for r in reqs]
     names = [pin.name for pin in pins]
     assert all(pin.specifier.contains(importlib.metadata.version(pin.name)) for pin in pins), (
-        "this venv does not hold requirements.txt's pins: run make venv"
+        "this venv does not hold the course's pins: run make venv"
     )
     site = Path(
         _run(

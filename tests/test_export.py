@@ -19,7 +19,9 @@ from __future__ import annotations
 import csv
 import io
 import unicodedata
+from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -253,3 +255,63 @@ def test_cli_writes_one_file_per_notebook_and_says_what_to_set(
     assert export.main([str(out), "--format", "canvas", "--id-column", "ID"]) == 0
     assert canvas_problems((out / "canvas" / f"{nb01}.csv").read_text(), "ID") == []
     assert export.main([str(out / "nowhere")]) == 2
+
+
+def test_the_formats_are_the_registered_platforms() -> None:
+    assert set(export.PLATFORMS) == {"canvas", "moodle"}
+    action = next(a for a in export.parser()._actions if a.dest == "format")
+    assert list(action.choices) == sorted(export.PLATFORMS)
+    canvas = export.Platform("canvas", "ID")
+    assert type(canvas) is export.Canvas and canvas.name == "canvas"
+    assert type(export.Platform("moodle", "email", percent=True)) is export.Moodle
+    with pytest.raises(ValueError, match="no platform 'blackboard'"):
+        export.Platform("blackboard", "ID")
+    with pytest.raises(ValueError, match="not 'moodle'"):
+        export.Canvas("moodle", "ID")
+
+
+def test_a_new_platform_is_one_class(
+    out: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Registered with @platform: --format takes it, its header and rows make the file, its
+    note is printed, and the shared rules (who is left out, formula ids) hold for it too."""
+    monkeypatch.setattr(export, "PLATFORMS", dict(export.PLATFORMS))
+
+    @export.platform("plain")
+    @dataclass(frozen=True)
+    class Plain(export.Platform):
+        id_columns: ClassVar[tuple[str, ...]] = ("login",)
+
+        def header(self, notebook: str, maximum: float) -> list[list[str]]:
+            return [["login", "name", notebook], ["#max", "", export.number(maximum)]]
+
+        def row(self, pid: str, name: str, value: str) -> list[str]:
+            return [pid, name, value]
+
+        def maximum_note(self, maximum: float) -> str:
+            return f"out of {export.number(maximum)}"
+
+    assert export.main([str(out), "--format", "plain"]) == 0
+    said = capsys.readouterr().out
+    nb01 = NOTEBOOKS[0].removesuffix(".ipynb")
+    rows = _rows((out / "plain" / f"{nb01}.csv").read_text())
+    maximum = next(f.max_score for f in finals(out) if f.notebook == NOTEBOOKS[0])
+    assert rows[0] == ["login", "name", nb01] and rows[1] == ["#max", "", f"{maximum:g}"]
+    known = {f.student for f in finals(out) if f.notebook == NOTEBOOKS[0]} - {"bob"}
+    assert {r[0] for r in rows[2:]} == known, "bob's notebook is missing: left out"
+    assert f"plain/{nb01}.csv: {len(known)} students, matched on login; out of" in said
+    assert export.main([str(out), "--format", "plain", "--id-column", "ID"]) == 2
+
+
+def test_one_formula_guard_for_every_csv() -> None:
+    """final-grades.csv, the import files and outputs.py's CSVs share autograder/csvs.py."""
+    from autograder import csvs, outputs
+
+    assert outputs.neutral is csvs.neutral and export.neutral is csvs.neutral
+    for start in csvs.FORMULA_STARTS:
+        student = f"{start}SUM(A1)"
+        text = export.final_grades_csv([export.Final(student, "01_a.ipynb", "ok")])
+        assert text.split("\n")[1].startswith(f"'{student},")
+        canvas = export.Platform("canvas", "SIS Login ID")
+        assert canvas.row("id", student, "1")[0] == "'" + student
+    assert csvs.neutral("ada") == "ada" and csvs.neutral(-1.5) == "'-1.5"

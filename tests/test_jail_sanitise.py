@@ -6,8 +6,10 @@ tests/browser/test_formgrader_payload.py)."""
 from __future__ import annotations
 
 import base64
+import re
 
 import nbformat
+import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
 from autograder.feedback import active_content, exporter
@@ -82,3 +84,65 @@ def test_the_students_own_page_shows_the_notebook_without_the_width_attack() -> 
     assert ACTIVE_NOTE not in html  # the notebook is shown, not the summary alone
     assert PNG[:40] in html and active_content(html) == []
     assert "onerror" not in html and "filenames" not in html  # not even as a quoted width
+
+
+# nh3 (ammonia) is not bleach: each of these is where the two could differ and it matters.
+CLEANED = [  # (HTML from student code, what must be in the cleaned text, what must not)
+    ('<p onclick="x()" onmouseover=y() class="c" title="t">p</p>',
+     ['<p class="c" title="t">p</p>'], ["onclick", "onmouseover"]),
+    ('<a href="javascript:alert(1)">a</a><a href=" JaVaScRiPt:alert(2)">b</a>',
+     ["<a>a</a>", "<a>b</a>"], ["javascript", "JaVaScRiPt"]),
+    ('<a href="vbscript:x">v</a><a href="data:text/html,<script>x</script>">d</a>',
+     ["<a>v</a>", "<a>d</a>"], ["vbscript", "data:"]),
+    ('<a href="https://x.org/?a=1&amp;b=2" title="t">l</a><a href="mailto:a@b.c">m</a>',
+     ['<a href="https://x.org/?a=1&amp;b=2" title="t">l</a>', '<a href="mailto:a@b.c">m</a>'],
+     ["rel=", "noopener"]),  # no rel added: the page is the same with or without it
+    ("<style>body{display:none}</style><span style='color:red'>s</span>",
+     ["<span>s</span>"], ["<style", "style="]),
+    ('<iframe src="https://x.org"></iframe><frame><object data="x"></object><embed src="x">',
+     [], ["iframe", "frame", "object", "embed", "src="]),
+    ("<script>alert(1)</script><noscript><img src=x onerror=alert(2)></noscript>",
+     ["alert(1)", "&lt;img"], ["<script", "<img"]),  # their text stays, as text
+    ('<svg onload="alert(1)"><a href="javascript:x">s</a></svg><!-- <script>x</script> -->',
+     [], ["onload", "javascript", "<svg", "<!--", "<script"]),
+    ("<table><tr><td colspan=2 onclick=x>c</td></tr></table>a &lt; b &amp; c",
+     ['<td colspan="2">c</td>', "a &lt; b &amp; c"], ["onclick"]),
+    ("<textarea><img src=x onerror=alert(1)></textarea><form action=x><input></form>",
+     [], ["<img", "<textarea", "<form", "<input"]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("html, kept, gone", CLEANED)
+def test_nh3_keeps_the_listed_html_and_nothing_active(
+    html: str, kept: list[str], gone: list[str]
+) -> None:
+    from autograder.sanitise import clean_html
+
+    cleaned = clean_html(html)
+    for text in kept:
+        assert text in cleaned, (text, cleaned)
+    for text in gone:
+        assert text not in cleaned, (text, cleaned)
+    assert active_content(cleaned) == [] and not needs_cleaning(cleaned)
+    assert clean_html(cleaned) == cleaned  # cleaning again changes nothing
+
+
+def test_student_markdown_on_the_page_keeps_only_sanitize_htmls_tags() -> None:
+    """Written answers and markdown outputs on the feedback page: nbconvert's SanitizeHTML tags
+    and attributes (no p, table or img), links to http, https and mailto only."""
+    from nbconvert.preprocessors.sanitize import SanitizeHTML
+
+    from autograder.feedback import _safe_html
+
+    markdown = (
+        '**bold** [ok](https://x.org "t") [bad](javascript:alert(1)) <b onclick=x>b</b>\n\n'
+        "![img](x.png) <script>alert(2)</script>\n\n| a |\n|---|\n| 1 |\n"
+    )
+    html = _safe_html(markdown)
+    assert '<strong>bold</strong> <a href="https://x.org" title="t">ok</a> <a>bad</a>' in html
+    assert "<b>b</b>" in html and "alert(2)" in html  # the script's text, as text
+    for gone in ("<p", "<table", "<img", "<script", "onclick", "javascript", "rel="):
+        assert gone not in html, (gone, html)
+    tags = {t.lstrip("</").split(">")[0].split()[0] for t in re.findall(r"</?[a-z][^>]*>", html)}
+    assert tags <= set(SanitizeHTML().tags), tags
+    assert active_content(html) == []

@@ -23,7 +23,7 @@ from autograder.paths import ROOT
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 PIN = next(
     ln.strip()
-    for ln in (ROOT / "requirements.txt").read_text().splitlines()
+    for ln in (ROOT / "requirements-torch.txt").read_text().splitlines()
     if ln.startswith("torch==")
 )
 
@@ -59,7 +59,8 @@ def torch_line(makefile_dir: Path, *variables: str, env: dict[str, str] | None =
     assert done.returncode == 0, done.stderr
     lines = [ln for ln in done.stdout.splitlines() if "pip install" in ln and "torch" in ln]
     assert len(lines) == 1, done.stdout
-    assert "requirements.txt" in done.stdout.split(lines[0], 1)[1], "torch first, then the rest"
+    rest = "requirements.lock" if makefile_dir == ROOT else "requirements.txt"
+    assert rest in done.stdout.split(lines[0], 1)[1], "torch first, then the rest"
     return lines[0]
 
 

@@ -5,7 +5,7 @@ The zip holds, at its root (Gradescope unpacks it into /autograder/source):
     setup.sh          run once when Gradescope builds the image (templates/gradescope/)
     run_autograder    run for every submission (templates/gradescope/)
     gradescope.json   the notebooks that count, the limits, who sees the tests
-    requirements.lock requirements.txt's packages but the test tools, and all they need, at
+    requirements.lock the course's pinned packages but the test tools, and all they need, at
                       the versions this environment runs (torch as PyTorch's CPU build:
                       Gradescope's machines have no GPU)
     autograder/       the grading package, checks and probes included
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import platform
-import re
 import zipfile
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -28,6 +27,7 @@ from autograder import helpers
 from autograder.discover import InputError, grader_hash, load_masters
 from autograder.notebook_io import source
 from autograder.paths import ROOT
+from autograder.pins import pins
 from autograder.settings import Limits
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates" / "gradescope"
@@ -36,8 +36,8 @@ CONFIG = "gradescope.json"
 LOCK = "requirements.lock"
 PYTHON = "3.11"
 IMAGE = "Ubuntu 22.04"
-# requirements.txt's packages that only the tests and the lint use: never on Gradescope.
-DEV_ONLY = ("pytest", "nbval", "hypothesis", "ruff", "playwright", "axe-playwright-python")
+# requirements.in's groups the grader runs on (not dev: tests and lint, never on Gradescope).
+GRADER_GROUPS = ("course", "grader", "torch")
 # Only on machines with an NVIDIA GPU: never in the CPU build's closure.
 CUDA_ONLY = ("nvidia-", "triton")
 # Asked for by an extra, removed by the Makefile: it slows every Jupyter start, nothing uses it.
@@ -68,14 +68,10 @@ def _name(text: str) -> str:
     return canonicalize_name(text)
 
 
-def grader_packages(requirements: Path = ROOT / "requirements.txt") -> list[str]:
-    """The course's pinned packages less those only the tests use: what the grader runs on."""
-    names = []
-    for line in requirements.read_text(encoding="utf-8").splitlines():
-        match = re.match(r"^([A-Za-z0-9_.-]+)\s*==", line.strip())
-        if match and _name(match[1]) not in DEV_ONLY:
-            names.append(match[1])
-    return names
+def grader_packages() -> list[str]:
+    """The course's pinned packages less those only the tests use (requirements.in's dev
+    group): what the grader runs on."""
+    return [pin.split("==")[0] for pin in pins(*GRADER_GROUPS).values()]
 
 
 def lock(roots: list[str] | None = None) -> Lock:
