@@ -30,7 +30,8 @@ from autograder.examples import MISTAKES, with_mistakes
 from autograder.paths import ROOT
 from tests.corpus import hostile
 
-pytestmark = pytest.mark.slow
+# pytest-timeout: a class graded on a Dask cluster per test (setup counts)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 NOTEBOOK = hostile.course_notebooks()[0]
 DASK = Path(sys.executable).parent / "dask"
 

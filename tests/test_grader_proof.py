@@ -28,6 +28,9 @@ from autograder.settings import Settings
 from autograder.task import Outcome
 from tests.corpus import hostile
 
+# pytest-timeout: master solutions proved in subprocesses (setup counts)
+pytestmark = pytest.mark.timeout(900)
+
 NOTEBOOK = hostile.course_notebooks()[0]
 ROOT = Path(__file__).resolve().parents[1]
 

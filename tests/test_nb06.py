@@ -18,6 +18,9 @@ from autograder.paths import SOLUTIONS
 from autograder.rebuild import release_stubs
 from tests import corpus
 
+# pytest-timeout: notebook 06 trained in grading mode (setup counts)
+pytestmark = pytest.mark.timeout(600)
+
 NB = "06_experiments.ipynb"
 
 
