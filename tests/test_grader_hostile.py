@@ -123,7 +123,10 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> Graded:
 
 def test_the_run_completes(graded: Graded) -> None:
     assert (graded.out / "grades.csv").is_file(), graded.stderr
-    assert graded.seconds < 180, f"the hostile class took {graded.seconds:.0f} s"
+    # each notebook is bounded by TIMEOUT, so the class on two workers takes less than all of
+    # them timing out one after another (with room for the masters' proof and the outputs)
+    bound = len(graded.cases) * TIMEOUT / 2 + 120
+    assert graded.seconds < bound, f"the hostile class took {graded.seconds:.0f} s"
     report = (graded.out / "report.html").read_text()
     assert "Graded without the jail" not in report
     # where jails have cgroups, the report and stderr say nothing of unbounded memory
