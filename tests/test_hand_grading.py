@@ -40,8 +40,8 @@ from autograder.paths import ROOT, SOLUTIONS
 from tests.browser import graded_class as real
 from tests.browser.graded_class import COPY, NB01, NB02, PARTIAL, STRIPPED, WRONG
 
-# pytest-timeout: classes graded and a lab started in module fixtures (setup counts)
-pytestmark = pytest.mark.timeout(900)
+# slow: classes graded and a lab started in module fixtures (pytest-timeout: setup counts)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 NOTEBOOKS = ("01_uniform_averaging.ipynb", "02_queries_and_keys.ipynb")
 WRITTEN = "why-not-T"  # 02's hand-graded written answer

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import re
+from functools import cache
 from typing import Any
 
 import nbformat
@@ -66,6 +67,7 @@ def shown_ops(cells: list) -> list[str]:
     return ops
 
 
+@cache  # read by several tests and parameters; nobody changes what it returns
 def answers(notebook: str) -> dict[str, list[str]]:
     """grade_id -> the operations of its solution, for every code answer with any operation."""
     found = {
@@ -483,6 +485,7 @@ def shipped_helpers(notebook: str) -> list[str]:
     return staging.shippable_helpers(set(ORDER[: ORDER.index(notebook) + 1]))
 
 
+@cache  # each helper parsed once, not once per answer it is compared with
 def helper_ops(module: str) -> list[str]:
     return operations((ROOT / module).read_text(encoding="utf-8"))
 

@@ -32,8 +32,9 @@ from autograder.paths import ROOT, SOLUTIONS
 from autograder.release import release_into
 from autograder.stubs import is_named_stub_cell
 
-# pytest-timeout: a release made and notebooks run (setup counts)
-pytestmark = pytest.mark.timeout(600)
+# slow: nbgrader releases solutions/ in a module fixture, a tree's notebook runs (pytest-timeout:
+# setup counts)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 NBS = list(CONTRACT)
 REPO = colab.CourseRepo("teacher/attention-students", "main")
