@@ -38,8 +38,14 @@ PYTHON = "3.11"
 IMAGE = "Ubuntu 22.04"
 # requirements.txt's packages that only the tests and the lint use: never on Gradescope.
 DEV_ONLY = (
-    "pytest", "pytest-timeout", "nbval", "hypothesis", "ruff", "playwright", "axe-playwright-python",
-)  # fmt: skip
+    "pytest",
+    "pytest-timeout",
+    "nbval",
+    "hypothesis",
+    "ruff",
+    "playwright",
+    "axe-playwright-python",
+)
 # Only on machines with an NVIDIA GPU: never in the CPU build's closure.
 CUDA_ONLY = ("nvidia-", "triton")
 # Asked for by an extra, removed by the Makefile: it slows every Jupyter start, nothing uses it.
