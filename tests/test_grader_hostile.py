@@ -28,8 +28,9 @@ from autograder.paths import ROOT
 from tests.beside import wait_for_beside_run
 from tests.corpus import hostile
 
-# pytest-timeout: the hostile class is graded in the first test (setup counts)
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
+# pytest-timeout: the hostile class is graded in the first test (setup counts); after_beside:
+# it waits for make test's beside run, so it runs last (conftest.py)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200), pytest.mark.after_beside]
 NOTEBOOK = hostile.course_notebooks()[0]
 TIMEOUT = 40  # seconds per notebook, kernel, probes and page: tight, so the bounds show
 LIMITS = ("--jobs", "2", "--timeout", str(TIMEOUT), "--cell-timeout", "8", "--memory-mb", "1536")
