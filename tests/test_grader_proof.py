@@ -249,6 +249,7 @@ def test_the_cache_keeps_only_the_newest_proofs(tmp_path: Path) -> None:
     assert len(left) == proof.KEEP and left[0] == "01-0005.json"
 
 
+@pytest.mark.slow
 def test_a_memory_bound_too_small_for_the_masters_stops_before_grading(tmp_path: Path) -> None:
     """The proof runs within the run's own --memory-mb: a bound the master solutions cannot
     be graded in is said before any student gets a 0 for it."""

@@ -24,7 +24,7 @@ SOLUTIONS = hostile.solutions(NOTEBOOK)
 IDS = list(MASTER.graded)
 
 
-@pytest.fixture(scope="module", params=["jail", "fork"])
+@pytest.fixture(scope="module", params=[pytest.param("jail", marks=pytest.mark.slow), "fork"])
 def sandbox(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Sandbox:
     jail = Jail.from_settings() if request.param == "jail" else None
     scratch = tmp_path_factory.mktemp("sb")
