@@ -30,7 +30,8 @@ export MPLBACKEND=Agg
 exec 9>"$lock"
 flock -x 9
 (
-  "$py" -m pytest -q -p no:cacheprovider --nbval-lax --nbval-cell-timeout=300 \
+  # nbval bounds each notebook cell (300 s); pytest-timeout's bound (pyproject) leaves it room
+  "$py" -m pytest -q -p no:cacheprovider --nbval-lax --nbval-cell-timeout=300 --timeout=600 \
     "${BESIDE[@]}" "$@" >"$log" 2>&1 9>&-
   echo $? >"$log.rc"
 ) &

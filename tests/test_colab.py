@@ -113,3 +113,51 @@ def test_reader_sees_installs_in_every_form() -> None:
         ["pip", "install", "-q", "torch"],
         ["python", "-m", "pip", "install", "nbgrader"],
     ]
+
+
+PLACEHOLDER = colab.CourseRepo(colab.PLACEHOLDER, "main")
+SET = colab.CourseRepo("your-org/attention-students", "main")
+
+
+def test_make_badges_refuses_the_placeholder_repository(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """README, Instructors 1: "While `repository` is still the shipped placeholder, `make
+    badges` and `student-release` refuse" (the badges half: student-release's is in
+    test_student_release.py). The refusal exits non-zero before any notebook is read, with
+    the fix in the message, so make stops before its `release` step; a set address goes on."""
+    rewritten: list[Path] = []
+    monkeypatch.setattr(colab, "rewrite_notebook", lambda path, *a, **k: rewritten.append(path))
+    monkeypatch.setattr(colab, "settings", lambda *a: PLACEHOLDER)
+    assert colab.main([]) == 2
+    err = capsys.readouterr().err
+    assert f"still the placeholder {colab.PLACEHOLDER!r}" in err and "README, Instructors" in err
+    assert not rewritten, "the placeholder refusal must come before any notebook is rewritten"
+    recipe = make_recipe("badges")
+    assert recipe[0].endswith("-m autograder.colab"), recipe  # the refusal stops `make badges`
+    assert not any("allow-placeholder" in line for line in recipe), recipe
+
+    monkeypatch.setattr(colab, "settings", lambda *a: SET)
+    assert colab.main([]) == 0
+    assert "placeholder" not in capsys.readouterr().err
+    assert rewritten == sorted(SOLUTIONS.glob("*.ipynb")), "a set address rewrites every notebook"
+
+
+def test_the_placeholder_is_recognised_whatever_its_case(tmp_path: Path) -> None:
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text(f'[tool.course]\nrepository = "{colab.PLACEHOLDER.upper()}/"\n')
+    assert colab.settings(pyproject).is_placeholder
+    assert colab.placeholder_problem(colab.settings(pyproject))
+    assert not SET.is_placeholder and colab.placeholder_problem(SET) == ""
+
+
+def make_recipe(target: str) -> list[str]:
+    """The command lines of one Makefile target, in order."""
+    lines = (SOLUTIONS.parent / "Makefile").read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(f"{target}:"))
+    recipe = []
+    for line in lines[start + 1 :]:
+        if not line.startswith("\t"):
+            break
+        recipe.append(line.strip())
+    return recipe

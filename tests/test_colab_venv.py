@@ -55,7 +55,8 @@ from autograder.paths import NOTEBOOKS, ROOT, SOLUTIONS
 from autograder.pins import pins as course_pins
 from tests.stubflow import answer_names, stub_problems
 
-pytestmark = pytest.mark.slow
+# pytest-timeout: the venv is built and every notebook run twice in the first test (setup counts)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
 
 COLAB_PACKAGES = ("torch", "numpy", "matplotlib", "ipywidgets", "tqdm")
 FORBIDDEN = ("nbgrader", "pytest", "autograder", "nbval", "nbclient")

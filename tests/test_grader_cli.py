@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 import stat
+import time
 import zipfile
 from pathlib import Path
 
@@ -36,6 +37,7 @@ from autograder.outdir import state_path
 from autograder.outputs import collect, neutral, write_outputs
 from autograder.settings import Limits, explain, fields
 from autograder.state import StateStore
+from autograder.task import Task
 
 FIRST = course_notebooks()[0]
 
@@ -383,3 +385,58 @@ def test_bundled_examples_are_up_to_date(tmp_path: Path) -> None:
     fresh, committed = files(tmp_path / "fresh"), files(EXAMPLES)
     stale = sorted(set(fresh) ^ set(committed) | {k for k in fresh if fresh[k] != committed.get(k)})
     assert not stale, f"run `python -m autograder examples`: stale {stale[:5]}"
+
+
+def test_a_notebook_whose_time_is_spent_gets_the_summary_without_the_notebook(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """README, Instructors 5: "`--timeout` bounds each notebook (kernel, probes and its
+    feedback page together)". When the kernel and the probes leave too little of the budget to
+    render the notebook, the student's page is the summary alone and says why; with time left
+    it shows the notebook. The pipeline's own path, with the kernel and the probes faked."""
+    from concurrent.futures import ThreadPoolExecutor
+    from types import SimpleNamespace
+
+    from autograder import pipeline
+    from autograder.feedback import summary_page
+
+    masters = load_masters(notebooks=(FIRST,))
+    master = masters[FIRST]
+
+    class FakeJudge:  # every code cell judged at once: zeros, the page needs only a result
+        def __init__(self, *args: object) -> None:
+            self.notes: list[str] = []
+            self.out_of_memory: list[str] = []
+
+        def all(self, code_answers: dict[str, str | None]) -> dict:
+            return pipeline._zeros(master, "judged by a fake")
+
+    def execute(nb: nbformat.NotebookNode, **kwargs: object) -> SimpleNamespace:
+        return SimpleNamespace(status="ok", detail="", notebook=nb, seconds=0.0, waited=0.0)
+
+    monkeypatch.setattr(pipeline, "Judge", FakeJudge)
+    limits = Limits(timeout=60.0)
+    scorer = ThreadPoolExecutor(1)
+    runtime = SimpleNamespace(
+        limits=limits, masters=masters, sandbox=None, scorer=scorer, jailed=True,
+        runner=SimpleNamespace(execute=execute),
+    )  # fmt: skip
+    task = Task("alice", FIRST, FIRST, dump(correct(FIRST)), "key", master.key)
+    words = "The notebook itself is not shown: grading used up its time."
+    shown = next(  # a sentence of the notebook's own text, found only where it is shown
+        line
+        for c in master.nb.cells
+        if c.cell_type == "markdown"
+        for line in c.source.splitlines()
+        if re.fullmatch(r"[A-Za-z ,]{30,}", line)
+    )
+    try:
+        spent = pipeline._grade(task, runtime, time.monotonic() - limits.timeout)
+        left = pipeline._grade(task, runtime, time.monotonic())
+    finally:
+        scorer.shutdown()
+    assert words in spent.grade.notes and html.escape(words) in spent.feedback
+    assert spent.feedback == summary_page(spent.grade)
+    assert shown not in spent.feedback
+    assert words not in left.grade.notes and html.escape(words) not in left.feedback
+    assert shown in left.feedback, "with time left the page shows the notebook"

@@ -27,7 +27,8 @@ from autograder.notebook_io import grade_id
 from tests.corpus import hostile
 from tests.corpus.context import lecture_head_with_added_dropout
 
-pytestmark = pytest.mark.slow
+# pytest-timeout: the class is graded in the first test (setup counts)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 NOTEBOOKS = hostile.course_notebooks()
 
 

@@ -27,10 +27,12 @@ import pytest
 
 from autograder import cluster
 from autograder.examples import MISTAKES, with_mistakes
+from autograder.outdir import state_path
 from autograder.paths import ROOT
 from tests.corpus import hostile
 
-pytestmark = pytest.mark.slow
+# pytest-timeout: a class graded on a Dask cluster per test (setup counts)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 NOTEBOOK = hostile.course_notebooks()[0]
 DASK = Path(sys.executable).parent / "dask"
 
@@ -216,10 +218,14 @@ def test_a_worker_with_another_checkout_refuses_its_tasks(
     """The README's promise: a worker whose course or grader differs from the grading
     process's grades nothing. Before grading, the proof on the master solutions finds it and
     the run stops in one line; a worker that differs only after the proof (a cluster's new
-    worker) refuses each task: the notebook is reported `error`, and a rerun grades it."""
+    worker) refuses each task before any kernel starts. What the run makes of a task its worker
+    did not grade (`error`, the reason in grader.log, no state: a rerun grades it) is the same
+    as for a killed worker, below."""
     import autograder.discover
-    import autograder.grade
+    from autograder import pipeline
     from autograder.cli import main
+    from autograder.discover import load_masters
+    from autograder.task import Task
 
     case = klass()[0]
     hostile.write_class(tmp_path / "class", [case])
@@ -234,17 +240,16 @@ def test_a_worker_with_another_checkout_refuses_its_tasks(
         assert not (out / "grades.csv").exists()
         assert not list((out / ".state").glob("*/*.json"))  # nothing graded, nothing trusted
 
-        patched.setattr(autograder.grade, "prove", lambda *args: [])  # as if proven before
-        assert main(argv) == 0
-    rows = hostile.read_csv(out / "grades.csv")
-    assert [(r["student"], r["notebook"], r["status"]) for r in rows] == [
-        (case.student, NOTEBOOK, "error")
-    ]
-    assert "another version of the course or grader" in (out / "grader.log").read_text()
-    assert not list((out / ".state").glob("*/*.json"))  # nothing graded, nothing trusted later
+    # after the proof: the worker's own masters against a task from another checkout
+    masters = load_masters(notebooks=(NOTEBOOK,))
 
-    assert main(argv) == 0  # the same checkout on both sides: graded now
-    assert [r["status"] for r in hostile.read_csv(out / "grades.csv")] == ["ok"]
+    def no_kernel(*args, **kwargs):
+        raise AssertionError("a kernel started for a task of another checkout")
+
+    runtime = type("Runtime", (), {"masters": masters, "runner": no_kernel, "scorer": no_kernel})
+    task = Task(case.student, NOTEBOOK, NOTEBOOK, case.files[NOTEBOOK], "key", "an older grader")
+    with pytest.raises(RuntimeError, match="another version of the course or grader"):
+        pipeline._grade(task, runtime, time.monotonic())
 
 
 def test_a_notebook_that_kills_its_worker_twice_is_error_and_the_class_goes_on(
@@ -270,6 +275,9 @@ def test_a_notebook_that_kills_its_worker_twice_is_error_and_the_class_goes_on(
     assert statuses == {honest.student: "ok", killer.student: "error"}
     log = (out / "grader.log").read_text()
     assert f"{killer.student}/{NOTEBOOK}: not graded (KilledWorker)" in log
+    # nothing of it is trusted later: no state, so a rerun with the same OUT grades it again
+    assert state_path(out, honest.student, NOTEBOOK).is_file()
+    assert not state_path(out, killer.student, NOTEBOOK).exists()
 
 
 @pytest.mark.parametrize(

@@ -28,7 +28,9 @@ from autograder.paths import ROOT
 from tests.beside import wait_for_beside_run
 from tests.corpus import hostile
 
-pytestmark = pytest.mark.slow
+# pytest-timeout: the hostile class is graded in the first test (setup counts); after_beside:
+# it waits for make test's beside run, so it runs last (conftest.py)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200), pytest.mark.after_beside]
 NOTEBOOK = hostile.course_notebooks()[0]
 TIMEOUT = 40  # seconds per notebook, kernel, probes and page: tight, so the bounds show
 LIMITS = ("--jobs", "2", "--timeout", str(TIMEOUT), "--cell-timeout", "8", "--memory-mb", "1536")
@@ -122,7 +124,10 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> Graded:
 
 def test_the_run_completes(graded: Graded) -> None:
     assert (graded.out / "grades.csv").is_file(), graded.stderr
-    assert graded.seconds < 180, f"the hostile class took {graded.seconds:.0f} s"
+    # each notebook is bounded by TIMEOUT, so the class on two workers takes less than all of
+    # them timing out one after another (with room for the masters' proof and the outputs)
+    bound = len(graded.cases) * TIMEOUT / 2 + 120
+    assert graded.seconds < bound, f"the hostile class took {graded.seconds:.0f} s"
     report = (graded.out / "report.html").read_text()
     assert "Graded without the jail" not in report
     # where jails have cgroups, the report and stderr say nothing of unbounded memory

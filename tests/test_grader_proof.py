@@ -28,6 +28,9 @@ from autograder.settings import LIMITS, Settings
 from autograder.task import Outcome
 from tests.corpus import hostile
 
+# pytest-timeout: master solutions proved in subprocesses (setup counts)
+pytestmark = pytest.mark.timeout(900)
+
 NOTEBOOK = hostile.course_notebooks()[0]
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -246,6 +249,7 @@ def test_the_cache_keeps_only_the_newest_proofs(tmp_path: Path) -> None:
     assert len(left) == LIMITS.proof.kept and left[0] == "01-0005.json"
 
 
+@pytest.mark.slow
 def test_a_memory_bound_too_small_for_the_masters_stops_before_grading(tmp_path: Path) -> None:
     """The proof runs within the run's own --memory-mb: a bound the master solutions cannot
     be graded in is said before any student gets a 0 for it."""

@@ -20,7 +20,8 @@ from autograder.outdir import state_path
 from autograder.state import StateStore
 from tests.corpus import hostile
 
-pytestmark = pytest.mark.slow
+# pytest-timeout: a class graded, killed and graded again (setup counts)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
 NOTEBOOK = hostile.course_notebooks()[0]
 
 

@@ -29,7 +29,8 @@ from autograder.gradescope.run import CONTAINED, JAILED
 from autograder.gradescope.schema import problems
 from autograder.paths import EXAMPLES, ROOT
 
-pytestmark = pytest.mark.slow
+# pytest-timeout: the zip is built and its image set up in the first test (setup counts)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 NB02 = "02_queries_and_keys.ipynb"
 STEM = NB02.removesuffix(".ipynb")

@@ -45,6 +45,9 @@ from autograder.paths import ROOT, SOLUTIONS
 from tests.browser import graded_class as real
 from tests.browser.graded_class import COPY, NB01, NB02, PARTIAL, STRIPPED, WRONG
 
+# slow: classes graded and a lab started in module fixtures (pytest-timeout: setup counts)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+
 NOTEBOOKS = ("01_uniform_averaging.ipynb", "02_queries_and_keys.ipynb")
 WRITTEN = "why-not-T"  # 02's hand-graded written answer
 HOSTILE = '<script>document.title="pwned"</script><img src=x onerror="alert(1)">'

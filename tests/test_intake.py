@@ -52,6 +52,7 @@ def write_zip(path: Path, members: dict[str, tuple[bytes, tuple[int, ...]]]) -> 
 DAY1, DAY2 = (2026, 3, 1, 9, 0, 0), (2026, 3, 2, 9, 0, 0)
 
 
+@pytest.mark.slow  # the grade command: a worker starts
 def test_a_canvas_download_is_read_by_user_id(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -82,6 +83,7 @@ def test_a_canvas_download_is_read_by_user_id(
     assert {r[1] for r in csv.reader(io.StringIO(imported))} >= {"101", "102"}
 
 
+@pytest.mark.slow  # the grade command: a worker starts
 def test_a_moodle_download_is_read_by_full_name_in_nfc(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -121,6 +123,7 @@ def test_a_moodle_download_is_read_by_full_name_in_nfc(
     }
 
 
+@pytest.mark.slow  # the grade command: a worker starts
 def test_two_people_of_one_name_in_a_moodle_download_stop_the_run(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -135,6 +138,7 @@ def test_two_people_of_one_name_in_a_moodle_download_stop_the_run(
     assert set(grades(tmp_path / "o2")) == {"Sam Roe_111", "Sam Roe_222"}
 
 
+@pytest.mark.slow  # the grade command: a worker starts
 def test_nbgrader_submitted_and_exchange_layouts(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

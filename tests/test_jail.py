@@ -224,11 +224,13 @@ def kernel_verdicts(host: Any, runner: KernelRunner) -> dict[str, str]:
     return {n: text(c).strip() for n, c in zip(names, done.notebook.cells[1:], strict=True)}
 
 
+@pytest.mark.slow  # a real jail
 @pytest.mark.parametrize("attack", ATTACKS)
 def test_the_kernel_cannot(attack: str, kernel_verdicts: dict[str, str]) -> None:
     assert kernel_verdicts[attack].startswith("blocked"), kernel_verdicts[attack]
 
 
+@pytest.mark.slow  # a real jail
 def test_the_kernel_sees_only_its_view_without_privileges(runner: KernelRunner) -> None:
     cell = (
         "import os\n"
@@ -273,6 +275,7 @@ print("daemons", _daemons())
 """
 
 
+@pytest.mark.slow  # a real jail
 def test_a_double_forked_daemon_dies_with_the_kernel(runner: KernelRunner) -> None:
     arg = f"{600 + secrets.randbelow(1000)}.{secrets.randbelow(1000)}"
     done = run(runner, DAEMON.format(arg=arg), HONEST)
@@ -282,6 +285,7 @@ def test_a_double_forked_daemon_dies_with_the_kernel(runner: KernelRunner) -> No
     assert sleepers(arg) == []
 
 
+@pytest.mark.slow  # a real jail
 def test_flooding_the_shared_folder_stops_the_kernel_and_leaves_nothing(
     runner: KernelRunner,
 ) -> None:
@@ -327,6 +331,7 @@ def full_marks(sandbox: Sandbox, answer: str) -> bool:
     )
 
 
+@pytest.mark.slow  # a real jail
 @pytest.mark.parametrize("attack", ATTACKS)
 def test_a_probe_child_cannot(attack: str, sandbox: Sandbox, host: Any) -> None:
     body = attacks(host)[attack]
@@ -338,6 +343,7 @@ def test_a_probe_child_cannot(attack: str, sandbox: Sandbox, host: Any) -> None:
     assert full_marks(sandbox, attack_cell(body) + SOLUTION)  # the honest path, same attack
 
 
+@pytest.mark.slow  # a real jail
 def test_a_daemon_of_a_probe_child_does_not_survive_it(sandbox: Sandbox) -> None:
     arg = f"{600 + secrets.randbelow(1000)}.{secrets.randbelow(1000)}"
     assert full_marks(sandbox, DAEMON.format(arg=arg) + SOLUTION)
@@ -345,6 +351,7 @@ def test_a_daemon_of_a_probe_child_does_not_survive_it(sandbox: Sandbox) -> None
     assert sleepers(arg) == []
 
 
+@pytest.mark.slow  # a real jail
 def test_flooding_a_probes_shared_folder_stops_its_jail_and_leaves_nothing(
     sandbox: Sandbox,
 ) -> None:
@@ -367,6 +374,7 @@ def test_flooding_a_probes_shared_folder_stops_its_jail_and_leaves_nothing(
     assert full_marks(sandbox, SOLUTION)  # the next probe is fine
 
 
+@pytest.mark.slow  # a real jail
 def test_a_replaced_probe_returns_only_what_the_students_code_computes(
     sandbox: Sandbox,
 ) -> None:
@@ -392,6 +400,7 @@ for name, module in list(sys.modules.items()):
     assert full_marks(sandbox, SOLUTION)
 
 
+@pytest.mark.slow  # a real jail
 def test_a_symlinked_result_is_refused_not_followed(sandbox: Sandbox, tmp_path: Path) -> None:
     """Student code makes observed.json a link to a file of the host: the grader never
     reads through it (the jail's view has no such file, the host's has)."""
@@ -526,6 +535,7 @@ def memory_limit(files: dict[str, str]) -> int:
     return int(files.get("memory.limit_in_bytes") or files.get("memory.max") or 0)
 
 
+@pytest.mark.slow  # a real jail
 def test_a_kernel_runs_in_its_cgroup_under_the_filter_without_the_graders_fds(
     runner: KernelRunner, outside: dict[str, str], released: dict[str, dict[str, str]]
 ) -> None:
@@ -544,6 +554,7 @@ def test_a_kernel_runs_in_its_cgroup_under_the_filter_without_the_graders_fds(
     assert mine[0]["pids.max"] == "1024"
 
 
+@pytest.mark.slow  # a real jail
 def test_a_kernel_holding_memfd_files_past_its_bound_is_stopped(runner: KernelRunner) -> None:
     from autograder import cgroup
 
@@ -561,6 +572,7 @@ def test_a_kernel_holding_memfd_files_past_its_bound_is_stopped(runner: KernelRu
     assert "honest 6.0" in text(run(runner, HONEST).notebook.cells[0])
 
 
+@pytest.mark.slow  # a real jail
 def test_a_probe_runs_in_its_cgroup_under_the_filter_without_the_graders_fds(
     sandbox: Sandbox, outside: dict[str, str]
 ) -> None:
@@ -594,6 +606,7 @@ def test_a_probe_runs_in_its_cgroup_under_the_filter_without_the_graders_fds(
     assert int(files.get("memory.max_usage_in_bytes", "1")) > 0
 
 
+@pytest.mark.slow  # a real jail
 def test_a_probe_whose_processes_hold_more_than_the_bound_together_is_stopped(
     sandbox: Sandbox,
 ) -> None:
@@ -612,6 +625,7 @@ def test_a_probe_whose_processes_hold_more_than_the_bound_together_is_stopped(
     assert full_marks(sandbox, SOLUTION)
 
 
+@pytest.mark.slow  # a real jail
 def test_a_forged_progress_mark_never_reaches_the_page(sandbox: Sandbox) -> None:
     """The child's progress file says where it stopped; student code can write it. Only a mark
     the grader can name is used: no text of the file is repeated."""
@@ -630,6 +644,7 @@ def test_a_forged_progress_mark_never_reaches_the_page(sandbox: Sandbox) -> None
 # ---- after everything: nothing outside the jails changed ----------------------------------
 
 
+@pytest.mark.slow  # a real jail
 def test_nothing_outside_the_jails_changed(
     host: Any, kernel_verdicts: dict[str, str], sandbox: Sandbox
 ) -> None:
@@ -662,6 +677,7 @@ def jailed_python(jail: Jail, code: str, tmp_path: Path, hidden: list[str]) -> s
     return done.stdout.strip()
 
 
+@pytest.mark.slow  # a real jail
 def test_hidden_helpers_are_absent_and_the_rest_imports(tmp_path: Path, monkeypatch: Any) -> None:
     import autograder.probe
     from autograder import staging
@@ -710,6 +726,7 @@ def spawn_sleepers(at_most: int, then: str) -> str:
 KILL_THEM = "for p in procs:\n    p.kill()"
 
 
+@pytest.mark.slow  # a real jail
 def test_a_fork_bomb_stops_at_the_process_limit(tmp_path: Path) -> None:
     import dataclasses
 
@@ -717,6 +734,7 @@ def test_a_fork_bomb_stops_at_the_process_limit(tmp_path: Path) -> None:
     assert 0 < int(jailed_python(jail, spawn_sleepers(400, KILL_THEM), tmp_path, [])) < 40
 
 
+@pytest.mark.slow  # a real jail
 def test_a_fork_bomb_leaves_a_neighbouring_jail_its_processes(tmp_path: Path) -> None:
     """Jails run side by side (two workers, a kernel beside its probes): one that holds every
     process its limit allows leaves the other jail's limit untouched."""
@@ -811,6 +829,7 @@ def facts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return {**json.loads(done.stdout), "jail": jail, "shared": str(shared), "env": expected_env}
 
 
+@pytest.mark.slow  # a real jail
 def test_a_jail_runs_unprivileged_in_its_own_namespaces(facts: dict[str, Any]) -> None:
     import socket
 
@@ -827,6 +846,7 @@ def test_a_jail_runs_unprivileged_in_its_own_namespaces(facts: dict[str, Any]) -
     assert facts["interfaces"] == ["lo"]
 
 
+@pytest.mark.slow  # a real jail
 def test_a_jail_has_the_bounds_the_readme_states(facts: dict[str, Any]) -> None:
     """64 MiB of /tmp, 16 MiB of /dev/shm, files of at most 64 MiB, 1,024 processes, 1,024
     open files (256 where the jail has no cgroup)."""
@@ -839,6 +859,7 @@ def test_a_jail_has_the_bounds_the_readme_states(facts: dict[str, Any]) -> None:
                       "NOFILE": (files, files)}  # fmt: skip
 
 
+@pytest.mark.slow  # a real jail
 def test_a_jail_sees_a_read_only_view_and_writes_only_its_scratch(facts: dict[str, Any]) -> None:
     from autograder.jail import _ETC
 
@@ -855,6 +876,7 @@ def test_a_jail_sees_a_read_only_view_and_writes_only_its_scratch(facts: dict[st
     assert (Path(facts["shared"]) / ".written").exists()
 
 
+@pytest.mark.slow  # a real jail
 def test_a_jail_gets_only_the_fixed_environment_and_thread_counts(facts: dict[str, Any]) -> None:
     from autograder.jail import PASSED_ON
 
@@ -876,6 +898,7 @@ subprocess.Popen(launch.argv, pass_fds=launch.pass_fds).wait()
 """
 
 
+@pytest.mark.slow  # a real jail
 def test_a_jail_dies_with_its_parent(tmp_path: Path) -> None:
     """The process that started a jail is SIGKILLed: nothing of the jail survives it."""
     arg = f"{600 + secrets.randbelow(1000)}.{secrets.randbelow(1000)}"

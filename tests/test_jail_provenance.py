@@ -179,6 +179,7 @@ def helper_jail(tmp_path_factory: pytest.TempPathFactory) -> Jail:
     return dataclasses.replace(Jail.from_settings(), course=course)
 
 
+@pytest.mark.slow  # a real jail
 def test_an_imported_correct_answer_scores_zero_with_the_reason(
     helper_jail: Jail, tmp_path: Path
 ) -> None:
@@ -204,6 +205,7 @@ def test_an_imported_correct_answer_scores_zero_with_the_reason(
     assert set(imported) == set(gids)
 
 
+@pytest.mark.slow  # a real jail
 def test_the_same_imports_would_earn_full_marks_without_the_check(
     helper_jail: Jail, tmp_path: Path
 ) -> None:
@@ -259,6 +261,7 @@ def test_revealing_imports_are_those_the_setup_does_not_hand_out() -> None:
     assert flagged == {"!imported": ["attend"]}
 
 
+@pytest.mark.slow  # a real jail
 @pytest.mark.parametrize("how", sorted(COMPOSED))
 def test_an_answer_composed_from_earlier_references_scores_zero(how: str, tmp_path: Path) -> None:
     """04 hands out neither `affinities` nor `mask_then_softmax`: composing them from the

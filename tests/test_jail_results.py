@@ -61,7 +61,8 @@ def test_a_deflated_bomb_referred_to_six_times_is_refused_unread(tmp_path: Path)
     assert done.returncode == 0, done.stderr
     verdict, grown, seconds, size = json.loads(done.stdout)
     assert size < 2**20 and "compressed member" in verdict
-    assert grown < 16 * 2**20 and seconds < 1, (grown, seconds)
+    # unread: the memory says so; the time only bounds it (inflating six times takes far longer)
+    assert grown < 16 * 2**20 and seconds < 10, (grown, seconds)
 
 
 def stored(folder: Path, arrays: dict[str, np.ndarray], refs: object) -> None:

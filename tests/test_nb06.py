@@ -15,8 +15,13 @@ from autograder.checks import run_in_process, spec_for
 from autograder.contract import CONTRACT
 from autograder.notebook_io import exec_cell, read, setup_sources, source
 from autograder.paths import SOLUTIONS
+from autograder.proof import SLOW
 from autograder.rebuild import release_stubs
+from autograder.settings import Limits
 from tests import corpus
+
+# pytest-timeout: notebook 06 trained in grading mode (setup counts)
+pytestmark = pytest.mark.timeout(600)
 
 NB = "06_experiments.ipynb"
 
@@ -177,7 +182,8 @@ def test_probe_returns_plain_data_quickly(grade_id: str) -> None:
     start = time.perf_counter()
     observed = spec.probe(ns, cases)
     elapsed = time.perf_counter() - start
-    assert elapsed < 5.0, f"{grade_id} probe took {elapsed:.1f} s"
+    # quick: a small share of one cell's timeout, with room for a loaded machine
+    assert elapsed < Limits().cell_timeout / 4, f"{grade_id} probe took {elapsed:.1f} s"
 
     def plain(value) -> bool:
         if isinstance(value, dict):
@@ -255,7 +261,9 @@ def test_whole_notebook_in_grading_mode_still_shows_every_effect(monkeypatch) ->
     assert ns["history_no_pos"]["val"][-1] > ns["history"]["val"][-1]
     for steps, gap in ns["lecture_gaps"].values():
         assert gap[steps.index(500)] > gap[-1] > 0  # shrinks with training
-    assert seconds < 120, f"graded run of notebook 06 took {seconds:.0f} s"
+    # grading mode's runs fit the grader's default budget for a notebook (--timeout), below the
+    # share at which the proof of the masters warns that the budget is tight
+    assert seconds < SLOW * Limits().timeout, f"graded run of notebook 06 took {seconds:.0f} s"
 
 
 def test_paired_models_share_every_starting_weight_but_the_value(monkeypatch) -> None:

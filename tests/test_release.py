@@ -9,6 +9,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from autograder import colab, release
 from autograder.contract import CONTRACT
 from autograder.notebook_io import answer_cells, read
 from autograder.paths import NOTEBOOKS
@@ -42,3 +43,28 @@ def test_release_notebooks_read_as_valid_nbformat() -> None:
     for path in NOTEBOOKS.glob("*.ipynb"):
         nbformat.validate(read(path))
         assert answer_cells(read(path)), path
+
+
+def test_make_release_warns_of_the_placeholder_repository_and_releases(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """README, Instructors 1: "While `repository` is still the shipped placeholder, `make
+    badges` and `student-release` refuse and `make release` warns": the release is written
+    all the same (exit 0), with the placeholder and the fix on stderr; a set address, no word."""
+    released: list[Path] = []
+
+    def fake_release(target: Path, **kwargs: object) -> list[Path]:
+        released.append(target)
+        return []
+
+    monkeypatch.setattr(release, "release_into", fake_release)  # not the real notebooks/
+    monkeypatch.setattr(colab, "settings", lambda *a: colab.CourseRepo(colab.PLACEHOLDER))
+    assert release.main([]) == 0
+    err = capsys.readouterr().err
+    assert f"still the placeholder {colab.PLACEHOLDER!r}" in err, err
+    assert released == [NOTEBOOKS], "a warning, not a refusal: the release is still written"
+
+    monkeypatch.setattr(colab, "settings", lambda *a: colab.CourseRepo("your-org/students"))
+    assert release.main([]) == 0
+    assert "placeholder" not in capsys.readouterr().err
+    assert released == [NOTEBOOKS, NOTEBOOKS]

@@ -32,6 +32,10 @@ from autograder.paths import ROOT, SOLUTIONS
 from autograder.release import release_into
 from autograder.stubs import is_named_stub_cell
 
+# slow: nbgrader releases solutions/ in a module fixture, a tree's notebook runs (pytest-timeout:
+# setup counts)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+
 NBS = list(CONTRACT)
 REPO = colab.CourseRepo("teacher/attention-students", "main")
 # (assignments, graded): a first week, a later week, and most of the term.
@@ -159,6 +163,24 @@ def test_a_notebook_showing_an_open_answer_is_refused_with_what_and_where(
     assert not dest.exists(), "a refused release must not write anything"
     sr.build(NBS[:2] + [NBS[4]], set(NBS[:4]), dest, REPO, release_dir)  # 02 graded: it ships
     assert (dest / "notebooks" / NBS[4]).is_file()
+
+
+def test_the_placeholder_repository_is_refused_before_anything_is_written(
+    release_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """README, Instructors 1: "While `repository` is still the shipped placeholder, `make
+    badges` and `student-release` refuse": exit 2, the fix on stderr, DEST not made;
+    `--allow-placeholder` (a trial) writes it."""
+    dest = tmp_path / "tree"
+    argv = ["--assignments", "01", "--dest", str(dest), "--release-dir", str(release_dir)]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(colab, "settings", lambda *a: colab.CourseRepo(colab.PLACEHOLDER))
+        assert sr.main(argv) == 2
+        err = capsys.readouterr().err
+        assert f"still the placeholder {colab.PLACEHOLDER!r}" in err, err
+        assert not dest.exists(), "a refused release must not write anything"
+        assert sr.main([*argv, "--allow-placeholder"]) == 0
+    assert (dest / "notebooks" / NBS[0]).is_file()
 
 
 def test_a_release_beside_the_instructors_files_leaves_them_alone(

@@ -20,6 +20,9 @@ import pytest
 from autograder import student_release
 from autograder.paths import ROOT
 
+# pytest-timeout: pip resolves the CPU wheel (setup counts)
+pytestmark = pytest.mark.timeout(600)
+
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 PIN = next(
     ln.strip()

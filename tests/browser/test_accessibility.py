@@ -19,7 +19,8 @@ from autograder import colab, student_release
 from autograder.paths import NOTEBOOKS
 from tests.browser.graded_class import NB01, NB02, PARTIAL, graded_class
 
-pytestmark = pytest.mark.browser
+# pytest-timeout: the class is graded in the first test (setup counts)
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(900)]
 
 BLOCKING = ("serious", "critical")
 PLACEHOLDER = "No description has been provided for this image"

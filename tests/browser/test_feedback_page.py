@@ -19,7 +19,8 @@ import pytest
 from autograder.catalog import MISTAKES
 from tests.browser.graded_class import MISTAKE, NB01, PARTIAL, WRONG, graded_class
 
-pytestmark = pytest.mark.browser
+# pytest-timeout: the class is graded in the first test (setup counts)
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(900)]
 
 NB = NB01
 FIRST_SCREEN = {"width": 1280, "height": 800}

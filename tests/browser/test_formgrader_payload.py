@@ -17,7 +17,8 @@ import pytest
 from tests.browser.lab import LabServer
 from tests.browser.payload import INERT, MARK, RAW, submission_id
 
-pytestmark = pytest.mark.browser
+# pytest-timeout: a lab and a graded class start in the first test (setup counts)
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(900)]
 
 
 def open_in_formgrader(browser, lab: LabServer, course: Path, student: str, shots: Path):

@@ -30,7 +30,8 @@ from autograder.paths import ROOT
 from tests.browser.graded_class import NB02, WRONG, graded_class
 from tests.browser.lab import LabServer, start_lab
 
-pytestmark = pytest.mark.browser
+# pytest-timeout: a lab and a graded class start in the first test (setup counts)
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(900)]
 
 WRITTEN = "why-not-T"
 COMMENT = "Right: the same C x head_size matrices act on every token."

@@ -28,7 +28,8 @@ from autograder.contract import ASSIGNMENT
 from autograder.paths import NOTEBOOKS, ROOT, SOLUTIONS
 from tests.browser.lab import LabServer, stage_notebook
 
-pytestmark = pytest.mark.browser
+# pytest-timeout: a lab starts and runs notebooks (setup counts)
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(900)]
 
 NOTEBOOK = Path(os.environ.get("COURSE_BROWSER_NOTEBOOK", SOLUTIONS / "03_mask_then_softmax.ipynb"))
 RELEASE = NOTEBOOKS / NOTEBOOK.name
