@@ -133,7 +133,7 @@ bench: venv jail
 	$(PY) benchmarks/naming_rate.py --examples 3 --budget 90
 
 badges: venv
-	$(PY) -m autograder.colab
+	$(PY) -m autograder.course.colab
 	$(PY) -m autograder release
 
 clean:

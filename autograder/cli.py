@@ -15,11 +15,11 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
-from autograder import cluster
-from autograder.discover import InputError, class_root, extract_zip, select_notebooks
-from autograder.intake import PatternError, parse_pattern
-from autograder.jail import Jail, JailUnavailable
-from autograder.settings import Limits, Settings, explain
+from autograder.intake.discover import InputError, class_root, extract_zip, select_notebooks
+from autograder.intake.intake import PatternError, parse_pattern
+from autograder.jail.jail import Jail, JailUnavailable
+from autograder.model.settings import Limits, Settings, explain
+from autograder.run import cluster
 
 GRADE_HELP = """\
 Autograde a class. SUBMISSIONS is a folder with one subfolder per student (the folder name
@@ -195,7 +195,7 @@ def grade_main(args: argparse.Namespace) -> int:
         pattern = parse_pattern(args.pattern) if args.pattern else None
         settings, warnings, refused = grade_settings(args)
         check_jail(settings)
-        from autograder.grade import run  # dask, nbconvert, torch: only for grade
+        from autograder.run.grade import run  # dask, nbconvert, torch: only for grade
 
         return run(settings, warnings, refused, pattern, str(args.submissions))
     except (InputError, PatternError) as err:
@@ -239,19 +239,19 @@ def examples_main(argv: list[str]) -> int:
 
 
 DELEGATED: dict[str, tuple[Callable[[list[str]], int], str]] = {
-    "release": (_delegate("autograder.release", "release"), "notebooks/ from solutions/"),
-    "student-release": (_delegate("autograder.student_release", "student-release"),
+    "release": (_delegate("autograder.course.release", "release"), "notebooks/ from solutions/"),
+    "student-release": (_delegate("autograder.course.student_release", "student-release"),
                         "write the students' tree of the released notebooks"),
-    "formgrade": (_delegate("autograder.formgrade", "formgrade"),
+    "formgrade": (_delegate("autograder.course.formgrade", "formgrade"),
                   "point the formgrader at a graded class (OUT)"),
-    "export": (_delegate("autograder.export", "export"),
+    "export": (_delegate("autograder.publish.export", "export"),
                "final grades with hand-graded points, for Canvas or Moodle"),
     "examples": (examples_main, "regenerate the example class in examples/submissions/"),
-    "refresh": (_delegate("autograder.refresh", "refresh"),
+    "refresh": (_delegate("autograder.publish.refresh", "refresh"),
                 "bring hand grading from formgrader into OUT's CSVs, report and feedback pages"),
-    "badges": (_delegate("autograder.colab", "badges"),
+    "badges": (_delegate("autograder.course.colab", "badges"),
                "rewrite the Colab badges and setup cells from pyproject.toml"),
-    "prove": (_delegate("autograder.proof", "prove"),
+    "prove": (_delegate("autograder.run.proof", "prove"),
               "grade the master solutions now, as `grade` does before its first student"),
     "gradescope": (_delegate("autograder.gradescope", "gradescope"),
                    "build a Gradescope autograder (autograder.zip) for the chosen notebooks"),

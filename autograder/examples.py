@@ -27,10 +27,10 @@ from nbformat import NotebookNode
 from nbgrader.preprocessors import ClearHiddenTests, ClearOutput
 from traitlets.config import Config
 
-from autograder.contract import CONTRACT
-from autograder.nbgrader_settings import configure
-from autograder.nbgrader_stubs import CourseClearSolutions
-from autograder.notebook_io import (
+from autograder.course.nbgrader_settings import configure
+from autograder.course.nbgrader_stubs import CourseClearSolutions
+from autograder.model.contract import CONTRACT
+from autograder.model.notebook_io import (
     answer_cells,
     grade_id,
     is_answer,
@@ -40,7 +40,7 @@ from autograder.notebook_io import (
     source,
     strip_solution_markers,
 )
-from autograder.paths import EXAMPLES, SOLUTIONS
+from autograder.model.paths import EXAMPLES, SOLUTIONS
 
 
 @dataclass(frozen=True)

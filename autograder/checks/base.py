@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from autograder.catalog import describe
+from autograder.checks.catalog import describe
 from autograder.probe import ERROR_SUFFIX
 
 MARKERS = ("!missing", "!exec", "!imported")  # observed data of an answer that never ran

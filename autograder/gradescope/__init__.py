@@ -4,6 +4,8 @@ build.py writes the zip (setup.sh, run_autograder, the grader, the chosen notebo
 a locked environment); run.py is what run_autograder runs for each submission: the same
 `grade` as the command line, then results.py turns the grades into Gradescope's
 results.json, whose shape schema.py states. The command prints what to set in Gradescope.
+
+May import: every package of the grader, and `autograder.cli` (it runs `grade`).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ same grader, checks and limits as `python -m autograder grade`."""
 
 
 def parser() -> argparse.ArgumentParser:
-    from autograder.settings import Limits
+    from autograder.model.settings import Limits
 
     d = Limits()
     p = argparse.ArgumentParser(
@@ -65,10 +67,10 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from autograder.contract import CONTRACT
-    from autograder.discover import InputError, select_notebooks
     from autograder.gradescope.build import LOCK, build
-    from autograder.settings import Limits
+    from autograder.intake.discover import InputError, select_notebooks
+    from autograder.model.contract import CONTRACT
+    from autograder.model.settings import Limits
 
     try:
         args = parser().parse_args(argv)

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from autograder.catalog import describe
-from autograder.grades import NOT_ANSWERED, CellGrade, NotebookGrade
+from autograder.checks.catalog import describe
+from autograder.model.grades import NOT_ANSWERED, CellGrade, NotebookGrade
 
 STUB = "Not answered yet: the cell still holds the stub it was handed out with."
 
