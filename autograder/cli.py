@@ -15,9 +15,11 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
-from autograder.intake.discover import InputError, class_root, extract_zip, select_notebooks
+from autograder.intake.discover import class_root, extract_zip
 from autograder.intake.intake import PatternError, parse_pattern
 from autograder.jail.jail import Jail, JailUnavailable
+from autograder.model.course import InputError, select_notebooks
+from autograder.model.paths import ROOT
 from autograder.model.settings import Limits, Settings, explain
 from autograder.run import cluster
 
@@ -233,7 +235,10 @@ def _delegate(module: str, what: str) -> Callable[[list[str]], int]:
 
 
 def examples_main(argv: list[str]) -> int:
-    from autograder.examples import main  # nbgrader: only for examples
+    """The example class is a fixture beside the package (examples/build.py), not part of it."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from examples.build import main  # beside the package; nbgrader: only for examples
 
     return main(argv)
 

@@ -36,8 +36,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from autograder.examples import correct, course_notebooks, dump
 from autograder.model.paths import ROOT, SOLUTIONS
+from examples.build import correct, course_notebooks, dump
 
 BARE = """
 import os, sys, nbformat

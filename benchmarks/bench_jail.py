@@ -99,8 +99,8 @@ def main() -> int:
     p.add_argument("--repeat", type=int, default=2)
     args = p.parse_args()
 
-    from autograder.intake.discover import load_masters
     from autograder.jail.jail import Jail
+    from autograder.model.course import load_masters
     from autograder.worker.rebuild import rebuild
     from autograder.worker.sandbox import Sandbox
     from tests.corpus import hostile

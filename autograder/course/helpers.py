@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from autograder.course import staging
-from autograder.model.contract import CONTRACT
+from autograder.model.contract import CONTRACT, notebook_named
 from autograder.model.notebook_io import python_source
 
 PACKAGE = "attention_course"
@@ -20,13 +20,9 @@ PACKAGE = "attention_course"
 
 def notebook_of(key: str) -> str:
     """'05', '5', '05_the_head' or '05_the_head.ipynb' -> '05_the_head.ipynb'."""
-    text = str(key).strip()
-    stem = text.removesuffix(".ipynb")
-    for notebook in CONTRACT:
-        if stem == notebook.removesuffix(".ipynb") or (
-            stem.isdigit() and int(stem) == int(notebook[:2])
-        ):
-            return notebook
+    notebook = notebook_named(key)
+    if notebook is not None:
+        return notebook
     raise ValueError(f"no course notebook is called {key!r} (try 01 ... {list(CONTRACT)[-1][:2]})")
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from autograder.model.contract import NOTEBOOKS
+from autograder.model.contract import NOTEBOOKS, notebook_named
 from autograder.model.paths import ROOT
 
 HELPERS = "attention_course"
@@ -70,10 +70,9 @@ SHOWS: dict[str, str] = {
 
 def notebook_name(notebook: str | Path) -> str:
     """The contract file name of a notebook given as "05", "05_the_head.ipynb" or a path."""
-    name = Path(notebook).name
-    for known in NOTEBOOKS:
-        if name in (known, known[:2]):
-            return known
+    known = notebook_named(notebook)
+    if known is not None:
+        return known
     raise ValueError(f"unknown notebook {notebook!r}: expected one of {', '.join(NOTEBOOKS)}")
 
 

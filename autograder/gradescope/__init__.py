@@ -68,8 +68,8 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     from autograder.gradescope.build import LOCK, build
-    from autograder.intake.discover import InputError, select_notebooks
     from autograder.model.contract import CONTRACT
+    from autograder.model.course import InputError, select_notebooks
     from autograder.model.settings import Limits
 
     try:

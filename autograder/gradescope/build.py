@@ -25,7 +25,7 @@ from importlib import metadata
 from pathlib import Path
 
 from autograder.course import helpers
-from autograder.intake.discover import InputError, grader_hash, load_masters
+from autograder.model.course import InputError, grader_hash, load_masters
 from autograder.model.notebook_io import source
 from autograder.model.paths import ROOT
 from autograder.model.settings import Limits

@@ -91,7 +91,8 @@ def grade_args(klass: Path, out: Path, config: dict, jail: bool) -> list[str]:
 
 def collected(klass: Path, out: Path, config: dict) -> list[NotebookGrade]:
     """The grades `grade` wrote into OUT, read back as it reads them for its class outputs."""
-    from autograder.intake.discover import discover, load_masters
+    from autograder.intake.discover import discover
+    from autograder.model.course import load_masters
     from autograder.publish.outputs import collect
     from autograder.publish.state import StateStore
     from autograder.run.grade import Log, plan

@@ -18,150 +18,29 @@ ignored, never the class. Folder walks, file sizes and the .zip are bounded by
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import stat
 import time
 import zipfile
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path, PurePosixPath
 
-from nbformat import NotebookNode
-
-from autograder.course import staging
 from autograder.intake import intake
-from autograder.model.contract import CONTRACT, test_cell_id
+from autograder.model.course import InputError, Master
 from autograder.model.notebook_io import (
-    answer_cells,
     grade_id,
     is_answer,
-    is_test,
-    nbgrader_meta,
-    read,
     source,
 )
-from autograder.model.notebook_io import setup_sources as _setup_sources
-from autograder.model.paths import SOLUTIONS
 from autograder.model.settings import Limits
-from autograder.worker.context import Context
-from autograder.worker.rebuild import match_score, normalise, rebuild, release_stubs
+from autograder.worker.rebuild import match_score, normalise, rebuild
 
-_PKG = Path(__file__).resolve().parents[1]
 SKIPPED_NAMES = intake.SKIPPED_NAMES
-
-
-class InputError(Exception):
-    """Bad command-line input: reported as one line, exit code 2."""
 
 
 class Refused(Exception):
     """A file the grader will not read (a link, a device, too large): the reason in words."""
-
-
-# ---- masters ------------------------------------------------------------------------------
-
-
-@dataclass
-class Master:
-    """A trusted source notebook of the course and what the grader needs from it."""
-
-    notebook: str
-    path: Path
-    key: str  # changes when the master or the grading code changes
-
-    @cached_property
-    def nb(self) -> NotebookNode:
-        return read(self.path)
-
-    @cached_property
-    def stubs(self) -> dict[str, str]:
-        return release_stubs(self.nb)
-
-    @cached_property
-    def setup(self) -> list[str]:
-        return _setup_sources(self.nb)
-
-    @cached_property
-    def code_answers(self) -> list[str]:
-        return [g for g, c in answer_cells(self.nb).items() if c.cell_type == "code"]
-
-    @cached_property
-    def context(self) -> Context:
-        """The master's cells analysed for the names an answer reads from above them."""
-        hidden = [staging.module_name(m) for m in staging.probe_hidden_helpers(self.notebook)]
-        return Context(self.nb, hidden)
-
-    @cached_property
-    def graded(self) -> dict[str, float]:
-        """Autograded answer cells -> points of their test cell, in notebook order."""
-        points = {
-            gid: float(nbgrader_meta(c).get("points", 0))
-            for c in self.nb.cells
-            if is_test(c) and (gid := grade_id(c))
-        }
-        return {g: points[test_cell_id(g)] for g in self.code_answers if test_cell_id(g) in points}
-
-    @cached_property
-    def manual(self) -> dict[str, float]:
-        """Manually graded answer cells (written answers) -> their points."""
-        return {
-            gid: float(nbgrader_meta(c).get("points", 0))
-            for gid, c in answer_cells(self.nb).items()
-            if nbgrader_meta(c).get("grade") and gid not in self.graded
-        }
-
-    @property
-    def spec_module(self) -> str:
-        return f"autograder.checks.nb{self.notebook[:2]}"
-
-    @property
-    def max_score(self) -> float:
-        return round(sum(self.graded.values()) + sum(self.manual.values()), 6)
-
-
-def grader_hash() -> str:
-    """Digest of the grading code: any change regrades instead of resuming."""
-    h = hashlib.sha256()
-    for path in sorted(_PKG.rglob("*.py")):
-        h.update(str(path.relative_to(_PKG)).encode())
-        h.update(path.read_bytes())
-    return h.hexdigest()
-
-
-def load_masters(
-    solutions: Path | None = None, notebooks: tuple[str, ...] = ()
-) -> dict[str, Master]:
-    """Contract notebooks whose master exists in solutions/ (only `notebooks`, when given)."""
-    folder = solutions or SOLUTIONS
-    code = grader_hash()
-    masters = {}
-    for notebook in CONTRACT:
-        path = folder / notebook
-        if path.is_file() and (not notebooks or notebook in notebooks):
-            key = hashlib.sha256(path.read_bytes() + code.encode()).hexdigest()
-            masters[notebook] = Master(notebook, path, key)
-    return masters
-
-
-def select_notebooks(spec: str) -> tuple[str, ...]:
-    """Course notebooks named by `spec`: numbers or file names, separated by commas or spaces.
-
-    An assignment file holds the same, one or more per line; `#` starts a comment.
-    """
-    lines = [line.split("#", 1)[0] for line in spec.splitlines()]
-    words = [w for line in lines for w in line.replace(",", " ").split()]
-    chosen = []
-    for word in words:
-        hits = [nb for nb in CONTRACT if word in (nb, nb[:-6], nb[:2]) or nb[:2] == word.zfill(2)]
-        if not hits:
-            first = next(iter(CONTRACT))
-            raise InputError(f"{word!r} is not a course notebook (expected e.g. 01 or {first})")
-        chosen += [h for h in hits if h not in chosen]
-    if not chosen:
-        raise InputError("no notebooks selected")
-    return tuple(nb for nb in CONTRACT if nb in chosen)
 
 
 # ---- reading files --------------------------------------------------------------------------

@@ -44,3 +44,16 @@ NOTEBOOKS: tuple[str, ...] = tuple(CONTRACT)
 def test_cell_id(grade_id: str) -> str:
     """grade_id of the autograded test cell that scores the answer cell `grade_id`."""
     return f"test-{grade_id}"
+
+
+def notebook_named(key: object) -> str | None:
+    """The course notebook `key` names, else None: its file name, its stem or its number, also
+    as a path ('05_the_head.ipynb', 'notebooks/05_the_head.ipynb', '05_the_head', '05', '5')."""
+    text = str(key).strip().replace("\\", "/").rsplit("/", 1)[-1]
+    stem = text.removesuffix(".ipynb")
+    for notebook in NOTEBOOKS:
+        if stem == notebook.removesuffix(".ipynb") or (
+            stem.isdigit() and int(stem) == int(notebook[:2])
+        ):
+            return notebook
+    return None

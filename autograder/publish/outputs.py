@@ -30,8 +30,9 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder.intake.discover import Choice, Master, Submission, load_masters
+from autograder.intake.discover import Choice, Submission
 from autograder.model.contract import CONTRACT
+from autograder.model.course import Master, load_masters
 from autograder.model.grades import CellGrade, NotebookGrade, zero
 from autograder.publish import handgrading
 from autograder.publish.feedback import summary_page, with_hand_grading

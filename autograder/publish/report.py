@@ -25,7 +25,8 @@ matplotlib.use("Agg")  # before pyplot: the report is drawn headless, in any pro
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
-from autograder.intake.discover import Choice, Master  # noqa: E402
+from autograder.intake.discover import Choice
+from autograder.model.course import Master  # noqa: E402
 from autograder.model.grades import STATUSES  # noqa: E402
 from autograder.publish.feedback import CSP, templates  # noqa: E402
 from autograder.publish.handgrading import Settled  # noqa: E402

@@ -24,17 +24,10 @@ from typing import TextIO
 
 from tqdm.auto import tqdm
 
-from autograder.intake.discover import (
-    InputError,
-    Master,
-    Refused,
-    Submission,
-    load_masters,
-    read_class,
-    read_file,
-)
+from autograder.intake.discover import Refused, Submission, read_class, read_file
 from autograder.intake.intake import PRESETS, Pattern, PatternError
 from autograder.jail.jail import JailUnavailable
+from autograder.model.course import InputError, Master, load_masters
 from autograder.model.grades import STATUSES
 from autograder.model.settings import Settings
 from autograder.publish.outdir import autograded_path, feedback_path, log_path

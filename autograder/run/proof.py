@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from autograder.intake.discover import InputError, Master
+from autograder.model.course import InputError, Master
 from autograder.model.paths import ROOT
 from autograder.model.settings import Limits, Settings
 from autograder.publish.state import atomic_write
@@ -405,7 +405,7 @@ def main(argv: list[str]) -> int:
     import argparse
     import tempfile
 
-    from autograder.intake.discover import load_masters, select_notebooks
+    from autograder.model.course import load_masters, select_notebooks
 
     p = argparse.ArgumentParser(prog="python -m autograder prove", description=main.__doc__)
     p.add_argument("--notebooks", metavar="LIST", help="only these notebooks (default: all)")

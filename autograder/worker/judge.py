@@ -21,7 +21,7 @@ from typing import Any
 
 from autograder.checks import notebook_specs
 from autograder.checks.base import CellResult, CellSpec
-from autograder.intake.discover import Master
+from autograder.model.course import Master
 from autograder.model.grades import zero
 from autograder.worker.context import Names, Plan
 from autograder.worker.provenance import screen

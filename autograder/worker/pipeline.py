@@ -28,8 +28,9 @@ from nbformat import NotebookNode
 
 from autograder.checks import notebook_specs
 from autograder.checks.base import CellResult
-from autograder.intake.discover import Master, load_masters, parse_json
+from autograder.intake.discover import parse_json
 from autograder.jail.jail import Jail, require_bwrap
+from autograder.model.course import Master, load_masters
 from autograder.model.grades import CellGrade, NotebookGrade, zero
 from autograder.model.notebook_io import grade_id, is_answer, source
 from autograder.model.settings import Limits

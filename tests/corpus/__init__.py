@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from autograder.intake.discover import load_masters
 from autograder.model.contract import CONTRACT
+from autograder.model.course import load_masters
 from autograder.model.notebook_io import exec_cell, read, setup_sources, solution_answers
 from autograder.model.paths import SOLUTIONS
 

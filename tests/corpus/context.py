@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from functools import cache
 
-from autograder.intake.discover import load_masters
 from autograder.model.contract import CONTRACT
+from autograder.model.course import load_masters
 from autograder.model.notebook_io import solution_answers
 from tests.corpus import Alternative
 

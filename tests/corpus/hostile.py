@@ -1,7 +1,7 @@
 """Whole submissions for the grader's end-to-end tests, and what the grader must say of them.
 
 - The example class's builders (release, correct, broken and hostile cases) come from the
-  product (autograder.examples); `rounds(nb)` groups the corpus mutations (tests/corpus) so
+  product (examples.build); `rounds(nb)` groups the corpus mutations (tests/corpus) so
   that one submission carries several, one per answer cell, in cells that do not use each
   other's names.
 - `attacks(...)`: every attack class of the jail's threat model (import the reference,
@@ -32,7 +32,11 @@ from typing import Any
 import nbformat
 import psutil
 
-from autograder.examples import (  # noqa: F401 - re-exported for the tests
+from autograder.model.course import load_masters
+from autograder.model.paths import SOLUTIONS as SOLUTIONS_DIR  # noqa: F401 - for the tests
+from autograder.publish.outdir import feedback_path
+from autograder.worker.rebuild import defined_names
+from examples.build import (  # noqa: F401 - re-exported for the tests
     ENDLESS,
     MEMORY_HOG,
     NOISE,
@@ -54,10 +58,6 @@ from autograder.examples import (  # noqa: F401 - re-exported for the tests
     strip_metadata,
     with_answers,
 )
-from autograder.intake.discover import load_masters
-from autograder.model.paths import SOLUTIONS as SOLUTIONS_DIR  # noqa: F401 - for the tests
-from autograder.publish.outdir import feedback_path
-from autograder.worker.rebuild import defined_names
 from tests import corpus
 
 # ---- the mutation corpus, several mutations per submission ------------------------------------

@@ -25,9 +25,9 @@ from pathlib import Path
 
 import pytest
 
-from autograder.examples import MISTAKES, with_mistakes
 from autograder.model.paths import ROOT
 from autograder.run import cluster
+from examples.build import MISTAKES, with_mistakes
 from tests.corpus import hostile
 
 pytestmark = pytest.mark.slow

@@ -21,10 +21,10 @@ from pathlib import Path
 
 import pytest
 
-from autograder.examples import MISTAKES, with_mistakes
 from autograder.model.paths import ROOT
 from autograder.publish.feedback import CSP, active_content
 from autograder.publish.outdir import feedback_path
+from examples.build import MISTAKES, with_mistakes
 from tests.beside import wait_for_beside_run
 from tests.corpus import hostile
 

@@ -24,10 +24,10 @@ import nbformat
 import pytest
 
 from autograder.checks.catalog import describe
-from autograder.examples import correct, release, solutions
 from autograder.gradescope.run import CONTAINED, JAILED
 from autograder.gradescope.schema import problems
 from autograder.model.paths import EXAMPLES, ROOT
+from examples.build import correct, release, solutions
 
 pytestmark = pytest.mark.slow
 

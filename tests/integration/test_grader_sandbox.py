@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from autograder.checks import spec_for
-from autograder.intake.discover import load_masters
 from autograder.jail.jail import Jail
+from autograder.model.course import load_masters
 from autograder.worker.judge import score_answers
 from autograder.worker.sandbox import ProbeJob, Sandbox, read_observed, write_observed
 from tests.corpus import hostile

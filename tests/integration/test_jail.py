@@ -31,8 +31,8 @@ import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
 from autograder.checks import spec_for
-from autograder.intake.discover import load_masters
 from autograder.jail.jail import Jail, JailUnavailable, require_bwrap
+from autograder.model.course import load_masters
 from autograder.model.paths import ROOT, SOLUTIONS
 from autograder.worker.execute import KernelRunner
 from autograder.worker.judge import score_answers

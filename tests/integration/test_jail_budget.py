@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from autograder.checks import spec_for
-from autograder.intake.discover import load_masters
 from autograder.jail.jail import Launch
+from autograder.model.course import load_masters
 from autograder.worker.sandbox import START_TIMEOUT, ProbeJob, Sandbox
 from tests.corpus import hostile
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder.intake.discover import load_masters
 from autograder.jail.jail import Jail
+from autograder.model.course import load_masters
 from autograder.probe.child import answer_label, exec_cell, origins
 from autograder.worker.judge import score_answers
 from autograder.worker.provenance import recorded_imports, revealing_imports, screen, static_imports

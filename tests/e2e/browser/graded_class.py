@@ -25,9 +25,9 @@ from pathlib import Path
 
 import nbformat
 
-from autograder.examples import correct, release, solutions, strip_metadata
 from autograder.model.notebook_io import answer_cells, grade_id
 from autograder.model.paths import NOTEBOOKS, ROOT
+from examples.build import correct, release, solutions, strip_metadata
 
 NB01, NB02 = "01_uniform_averaging.ipynb", "02_queries_and_keys.ipynb"
 WRONG, PARTIAL, STRIPPED = "student-wrong", "student-partial", "student-stripped"

@@ -21,8 +21,9 @@ from pathlib import Path
 import nbformat
 from nbformat.v4 import new_output
 
-from autograder.intake.discover import Submission, load_masters
+from autograder.intake.discover import Submission
 from autograder.model.contract import ASSIGNMENT
+from autograder.model.course import load_masters
 from autograder.model.paths import NOTEBOOKS, ROOT
 from autograder.publish.gradebook import write_gradebook
 from autograder.publish.outdir import autograded_path

@@ -17,7 +17,7 @@ from autograder.checks.catalog import describe
 from autograder.gradescope import build, main
 from autograder.gradescope.results import STUB, failure, results
 from autograder.gradescope.schema import problems
-from autograder.intake.discover import InputError
+from autograder.model.course import InputError
 from autograder.model.grades import NOT_ANSWERED, CellGrade, NotebookGrade, zero
 from autograder.model.settings import Limits
 

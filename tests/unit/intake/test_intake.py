@@ -21,10 +21,11 @@ from pathlib import Path
 import pytest
 
 from autograder.cli import main
-from autograder.examples import dump, release
 from autograder.intake import intake
-from autograder.intake.discover import load_masters, read_class
+from autograder.intake.discover import read_class
+from autograder.model.course import load_masters
 from autograder.publish import export
+from examples.build import dump, release
 
 NB02 = "02_queries_and_keys.ipynb"
 RELEASED = dump(release(NB02))

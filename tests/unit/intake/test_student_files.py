@@ -14,7 +14,12 @@ from pathlib import Path
 
 import nbformat
 
-from autograder.examples import (
+from autograder.intake.discover import Entry, Submission, assign, match_files
+from autograder.model.course import load_masters
+from autograder.model.notebook_io import grade_id, is_answer, source
+from autograder.model.settings import Limits
+from autograder.worker.rebuild import rebuild
+from examples.build import (
     answer_ids,
     correct,
     dump,
@@ -25,10 +30,6 @@ from autograder.examples import (
     with_answers,
     with_mistakes,
 )
-from autograder.intake.discover import Entry, Submission, assign, load_masters, match_files
-from autograder.model.notebook_io import grade_id, is_answer, source
-from autograder.model.settings import Limits
-from autograder.worker.rebuild import rebuild
 
 NB02 = "02_queries_and_keys.ipynb"
 WRITTEN = "why-not-T"

@@ -20,15 +20,8 @@ from nbformat.v4 import new_output
 
 from autograder.checks.base import CellResult, Check
 from autograder.cli import _delegate, main
-from autograder.examples import correct, course_notebooks, dump, release
-from autograder.intake.discover import (
-    InputError,
-    class_root,
-    discover,
-    extract_zip,
-    load_masters,
-    select_notebooks,
-)
+from autograder.intake.discover import class_root, discover, extract_zip
+from autograder.model.course import InputError, load_masters, select_notebooks
 from autograder.model.grades import CellGrade, NotebookGrade
 from autograder.model.settings import Limits, explain
 from autograder.publish.feedback import active_content, page, prepare_notebook
@@ -36,6 +29,7 @@ from autograder.publish.outdir import state_path
 from autograder.publish.outputs import collect, neutral, write_outputs
 from autograder.publish.state import StateStore
 from autograder.run.grade import submission_key
+from examples.build import correct, course_notebooks, dump, release
 
 FIRST = course_notebooks()[0]
 
@@ -377,8 +371,8 @@ def test_spreadsheet_formulas_are_neutralised() -> None:
 
 
 def test_bundled_examples_are_up_to_date(tmp_path: Path) -> None:
-    from autograder.examples import write
     from autograder.model.paths import EXAMPLES
+    from examples.build import write
 
     write(tmp_path / "fresh")
 

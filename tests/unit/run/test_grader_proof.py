@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.intake.discover import load_masters
+from autograder.model.course import load_masters
 from autograder.model.grades import NotebookGrade
 from autograder.model.settings import Settings
 from autograder.run import proof

@@ -15,7 +15,7 @@ import nbformat
 import pytest
 
 from autograder.checks import run_in_process, spec_for
-from autograder.intake.discover import load_masters
+from autograder.model.course import load_masters
 from autograder.model.notebook_io import exec_cell, setup_sources, solution_answers
 from autograder.worker.context import Context, analyse
 from tests import corpus

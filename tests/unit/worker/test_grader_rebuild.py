@@ -10,7 +10,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.intake.discover import discover, load_masters, match_files
+from autograder.intake.discover import discover, match_files
+from autograder.model.course import load_masters
 from autograder.model.notebook_io import grade_id, is_answer, is_test, source
 from autograder.worker.rebuild import MISSING_ANSWER, rebuild, release_stubs
 from tests.corpus import hostile

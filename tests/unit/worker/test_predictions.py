@@ -13,8 +13,8 @@ import pytest
 
 from attention_course.predictions import recorded
 from autograder.checks import understanding
-from autograder.intake.discover import load_masters
 from autograder.model import contract
+from autograder.model.course import load_masters
 from autograder.model.notebook_io import grade_id, python_source, read, source
 from autograder.model.paths import NOTEBOOKS, SOLUTIONS
 from autograder.worker.judge import is_stub
