@@ -1,5 +1,5 @@
 """nbgrader reads this file from the project root; the settings live in the autograder package."""
 
-from autograder.nbgrader_settings import configure_instructor
+from autograder.course.nbgrader_settings import configure_instructor
 
 configure_instructor(get_config())  # noqa: F821 - nbgrader provides get_config

@@ -19,11 +19,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
-from autograder import cluster, options
-from autograder.discover import InputError, class_root, extract_zip, select_notebooks
-from autograder.intake import PatternError, parse_pattern
-from autograder.jail import Jail, JailUnavailable
-from autograder.settings import Settings, add_limit_options, explain, limits_from_args
+from autograder.intake.discover import class_root, extract_zip
+from autograder.intake.intake import PatternError, parse_pattern
+from autograder.jail.jail import Jail, JailUnavailable
+from autograder.model import options
+from autograder.model.course import InputError, select_notebooks
+from autograder.model.paths import ROOT
+from autograder.model.settings import Settings, add_limit_options, explain, limits_from_args
+from autograder.run import cluster
 
 PROG = "python -m autograder"
 GRADE_HELP = """\
@@ -174,7 +177,7 @@ def grade_run(args: argparse.Namespace) -> int:
         pattern = parse_pattern(args.pattern) if args.pattern else None
         settings, warnings, refused = grade_settings(args)
         check_jail(settings)
-        from autograder.grade import run  # dask, nbconvert, torch: only for grade
+        from autograder.run.grade import run  # dask, nbconvert, torch: only for grade
 
         return run(settings, warnings, refused, pattern, str(args.submissions))
     except (InputError, PatternError) as err:
@@ -224,6 +227,8 @@ class Command:
         if self.module is None:
             assert self._arguments is not None and self._run is not None
             return self._arguments, self._run
+        if self.module.startswith("examples.") and str(ROOT) not in sys.path:
+            sys.path.insert(0, str(ROOT))  # the example class lives beside the package
         target = importlib.import_module(self.module)  # only the command asked for is imported
         return target.add_arguments, target.run
 
@@ -232,20 +237,21 @@ COMMANDS: dict[str, Command] = {
     "grade": Command("autograde a class", arguments=grade_arguments, run=grade_run),
     "limits": Command("print every limit, its value and why", arguments=limits_arguments,
                       run=limits_run),
-    "release": Command("notebooks/ from solutions/", "autograder.release"),
+    "release": Command("notebooks/ from solutions/", "autograder.course.release"),
     "student-release": Command("write the students' tree of the released notebooks",
-                               "autograder.student_release"),
-    "formgrade": Command("point the formgrader at a graded class (OUT)", "autograder.formgrade"),
+                               "autograder.course.student_release"),
+    "formgrade": Command("point the formgrader at a graded class (OUT)",
+                         "autograder.course.formgrade"),
     "export": Command("final grades with hand-graded points, for Canvas or Moodle",
-                      "autograder.export"),
+                      "autograder.publish.export"),
     "examples": Command("regenerate the example class in examples/submissions/",
-                        "autograder.examples"),
+                        "examples.build"),
     "refresh": Command("bring hand grading from formgrader into OUT's CSVs, report and "
-                       "feedback pages", "autograder.refresh"),
+                       "feedback pages", "autograder.publish.refresh"),
     "badges": Command("rewrite the Colab badges and setup cells from pyproject.toml",
-                      "autograder.colab"),
+                      "autograder.course.colab"),
     "prove": Command("grade the master solutions now, as `grade` does before its first student",
-                     "autograder.proof"),
+                     "autograder.run.proof"),
     "gradescope": Command("build a Gradescope autograder (autograder.zip) for the chosen "
                           "notebooks", "autograder.gradescope"),
 }  # fmt: skip

@@ -36,14 +36,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from autograder.examples import correct, course_notebooks, dump
-from autograder.paths import ROOT, SOLUTIONS
+from autograder.model.paths import ROOT, SOLUTIONS
+from examples.build import correct, course_notebooks, dump
 
 BARE = """
 import os, sys, nbformat
 os.environ["NBGRADER_EXECUTION"] = "autograde"  # the same (shorter) runs the grader asks for
 from nbclient import NotebookClient
-class WidgetlessClient(NotebookClient):  # as autograder.execute's: no widget stall
+class WidgetlessClient(NotebookClient):  # as autograder.worker.execute's: no widget stall
     def on_comm_open_jupyter_widget(self, msg):
         return None
 for path in sys.argv[1:]:

@@ -31,7 +31,7 @@ def best(fn: Callable[[], float], repeat: int) -> float:
 
 
 def kernel_start(jail: object) -> float:
-    from autograder.execute import KernelRunner
+    from autograder.worker.execute import KernelRunner
 
     runner = KernelRunner(jail, warm=True)  # warm: torch and matplotlib imported as it starts
     start = time.perf_counter()
@@ -48,7 +48,7 @@ def kernel_start(jail: object) -> float:
 def run_notebook(jail: object, nb: object) -> float:
     import copy
 
-    from autograder.execute import KernelRunner
+    from autograder.worker.execute import KernelRunner
 
     runner = KernelRunner(jail, warm=False)
     start = time.perf_counter()
@@ -63,7 +63,7 @@ def run_notebook(jail: object, nb: object) -> float:
 
 
 def probes(sandbox: object, master: object, answers: dict) -> float:
-    from autograder.judge import score_answers
+    from autograder.worker.judge import score_answers
 
     start = time.perf_counter()
     results, _ = score_answers(master, answers, sandbox)
@@ -76,7 +76,7 @@ def probes(sandbox: object, master: object, answers: dict) -> float:
 def probe_cells(sandbox: object, master: object, answers: dict) -> float:
     """Every graded cell probed once in the sandbox's running server (no start counted)."""
     from autograder.checks import spec_for
-    from autograder.sandbox import ProbeJob
+    from autograder.worker.sandbox import ProbeJob
 
     order = list(master.code_answers)
     start = time.perf_counter()
@@ -99,10 +99,10 @@ def main() -> int:
     p.add_argument("--repeat", type=int, default=2)
     args = p.parse_args()
 
-    from autograder.discover import load_masters
-    from autograder.jail import Jail
-    from autograder.rebuild import rebuild
-    from autograder.sandbox import Sandbox
+    from autograder.jail.jail import Jail
+    from autograder.model.course import load_masters
+    from autograder.worker.rebuild import rebuild
+    from autograder.worker.sandbox import Sandbox
     from tests.corpus import hostile
 
     jail = Jail.from_settings()

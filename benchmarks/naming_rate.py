@@ -5,7 +5,8 @@
 
 Every corpus writer (tests/corpus/nbNN.py, WRITERS) writes up to --examples answers, each part
 drawn at random and checked on three extra sizes (B == T == hs, T = 1 and one drawn) with
-tensors from a random seed: the drawing of tests/test_diagnosis_corpus.py, with Python's random
+tensors from a random seed: the drawing of tests/unit/checks/test_diagnosis_corpus.py, with Python's
+random
 instead of hypothesis. Writers that draw nothing write once; cells that train a model
 (unmasked-head) get one answer per writer. Rounds stop once --budget seconds are spent (the
 first round always runs). For each catalog id: how many wrong answers were written, how many

@@ -25,7 +25,8 @@ every answer is written, so that every cell runs as it does for a student who ha
 The exercises at the end are not part of the estimate: the header adds their stated minutes
 ("(15 min)"), leaving out the optional ones. `--headers` rewrites the "**Time:**" paragraph at the
 top of every notebook in solutions/ (then run `python -m autograder release`), and
-tests/test_read_through.py holds each header to this estimate; the measured run times go stale
+tests/notebooks/test_read_through.py holds each header to this estimate; the measured run times go
+stale
 when a code cell changes, and that test names the cells that need `--execute` again.
 """
 
@@ -46,8 +47,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from autograder.contract import NOTEBOOKS as ORDER  # noqa: E402
-from autograder.notebook_io import (  # noqa: E402
+from autograder.model.contract import NOTEBOOKS as ORDER  # noqa: E402
+from autograder.model.notebook_io import (  # noqa: E402
     grade_id,
     is_answer,
     is_setup,
@@ -55,7 +56,7 @@ from autograder.notebook_io import (  # noqa: E402
     read,
     source,
 )
-from autograder.paths import NOTEBOOKS, SOLUTIONS  # noqa: E402
+from autograder.model.paths import NOTEBOOKS, SOLUTIONS  # noqa: E402
 
 RECORD = Path(__file__).with_name("read_through.json")
 
@@ -100,7 +101,7 @@ def prediction_names(src: str) -> list[str]:
     """The upper-case names a prediction cell assigns."""
     import ast
 
-    from autograder.notebook_io import python_source
+    from autograder.model.notebook_io import python_source
 
     names = []
     for node in ast.parse(python_source(src)).body:

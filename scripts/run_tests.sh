@@ -15,11 +15,11 @@ py="$1"
 shift
 BESIDE=(
   solutions
-  tests/browser
-  tests/test_hand_grading.py
-  tests/test_student_release.py
-  tests/test_nb06.py
-  tests/test_notebook_residual.py
+  tests/e2e/browser
+  tests/e2e/test_hand_grading.py
+  tests/unit/course/test_student_release.py
+  tests/notebooks/test_nb06.py
+  tests/notebooks/test_notebook_residual.py
 )
 lock=build/test-beside.lock
 log=build/test-beside.log

@@ -19,7 +19,7 @@ import itertools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
-from autograder.notebook_io import python_source
+from autograder.model.notebook_io import python_source
 
 MODULES = {"torch", "F", "nn", "np", "math", "functional"}
 OUTPUT_CALLS = {"print", "display", "plt", "ax", "axes", "fig", "plots", "tqdm"}

@@ -10,7 +10,7 @@ from __future__ import annotations
 import fcntl
 import time
 
-from autograder.paths import ROOT
+from autograder.model.paths import ROOT
 
 LOCK = ROOT / "build" / "test-beside.lock"
 

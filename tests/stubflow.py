@@ -12,8 +12,8 @@ import ast
 from collections.abc import Sequence
 from typing import Any
 
-from autograder.contract import CONTRACT
-from autograder.notebook_io import (
+from autograder.model.contract import CONTRACT
+from autograder.model.notebook_io import (
     grade_id,
     is_answer,
     python_source,
@@ -21,7 +21,7 @@ from autograder.notebook_io import (
     solution_answers,
     source,
 )
-from autograder.paths import SOLUTIONS
+from autograder.model.paths import SOLUTIONS
 
 MUTATORS = {"append", "extend", "update", "setdefault", "add", "insert", "pop", "clear"}
 # a stub raising, and a self-check saying an answer is still its stub (attention_course.selfcheck)

@@ -3,6 +3,10 @@
 Each notebook has a module `nbNN` with a list `SPECS`; `understanding.SPECS` adds the
 prediction cells of any notebook. `spec_for(grade_id)` finds one; `probe_callable(spec)` is the
 spec's probe, a plain function of the jail-side package `autograder.probe`.
+
+The bug catalog (`catalog`) lives here too.
+
+May import: model, probe.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from functools import cache
 from typing import Any
 
 from autograder.checks.base import CellResult, CellSpec
-from autograder.contract import CONTRACT
+from autograder.model.contract import CONTRACT
 from autograder.probe import MISSING
 
 ProbeFunction = Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]]

@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from autograder.catalog import describe
-from autograder.enums import Reason
+from autograder.checks.catalog import describe
+from autograder.model.enums import Reason
 from autograder.probe import ERROR_SUFFIX, EXEC, IMPORTED, MISSING
 
 

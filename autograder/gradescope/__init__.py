@@ -4,6 +4,8 @@ build.py writes the zip (setup.sh, run_autograder, the grader, the chosen notebo
 a locked environment); run.py is what run_autograder runs for each submission: the same
 `grade` as the command line, then results.py turns the grades into Gradescope's
 results.json, whose shape schema.py states. The command prints what to set in Gradescope.
+
+May import: every package of the grader, and `autograder.cli` (it runs `grade`).
 """
 
 from __future__ import annotations
@@ -12,9 +14,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from autograder import options
 from autograder.gradescope.schema import VISIBILITIES
-from autograder.settings import LIMITS, add_limit_options, limits_from_args
+from autograder.model import options
+from autograder.model.settings import LIMITS, add_limit_options, limits_from_args
 
 DESCRIPTION = """\
 Build a Gradescope autograder (a zip to upload as a Programming Assignment's configuration).
@@ -50,9 +52,9 @@ def main(argv: list[str]) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from autograder.contract import CONTRACT  # the grader's modules: only when building
-    from autograder.discover import InputError, select_notebooks
     from autograder.gradescope.build import LOCK, build
+    from autograder.model.contract import CONTRACT  # the grader's modules: only when building
+    from autograder.model.course import InputError, select_notebooks
 
     try:
         spec = args.notebooks or (args.assignment.read_text() if args.assignment else "")

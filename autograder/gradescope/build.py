@@ -23,12 +23,12 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
-from autograder import helpers
-from autograder.discover import InputError, grader_hash, load_masters
-from autograder.notebook_io import source
-from autograder.paths import ROOT
-from autograder.pins import pins
-from autograder.settings import Limits
+from autograder.course import helpers
+from autograder.course.pins import pins
+from autograder.model.course import InputError, grader_hash, load_masters
+from autograder.model.notebook_io import source
+from autograder.model.paths import ROOT
+from autograder.model.settings import Limits
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates" / "gradescope"
 SCRIPTS = ("setup.sh", "run_autograder")

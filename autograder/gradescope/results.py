@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from autograder.catalog import describe
-from autograder.enums import CellState, Reason
-from autograder.grades import CellGrade, NotebookGrade
-from autograder.wording import STUB, status_words
+from autograder.checks.catalog import describe
+from autograder.model.enums import CellState, Reason
+from autograder.model.grades import CellGrade, NotebookGrade
+from autograder.publish.wording import STUB, status_words
 
 
 def _fmt(x: float) -> str:

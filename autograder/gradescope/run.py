@@ -28,11 +28,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from autograder.enums import Status
-from autograder.grades import NotebookGrade
-from autograder.jail import Jail, JailUnavailable
-from autograder.paths import ROOT as PACKAGE_ROOT
-from autograder.settings import Limits
+from autograder.jail.jail import Jail, JailUnavailable
+from autograder.model.enums import Status
+from autograder.model.grades import NotebookGrade
+from autograder.model.paths import ROOT as PACKAGE_ROOT
+from autograder.model.settings import Limits
 
 ROOT_ENV = "AUTOGRADER_ROOT"
 DEFAULT_ROOT = Path("/autograder")
@@ -92,10 +92,11 @@ def grade_args(klass: Path, out: Path, config: dict, jail: bool) -> list[str]:
 
 def collected(klass: Path, out: Path, config: dict) -> list[NotebookGrade]:
     """The grades `grade` wrote into OUT, read back as it reads them for its class outputs."""
-    from autograder.discover import discover, load_masters
-    from autograder.grade import Log, plan
-    from autograder.outputs import collect
-    from autograder.state import StateStore
+    from autograder.intake.discover import discover
+    from autograder.model.course import load_masters
+    from autograder.publish.outputs import collect
+    from autograder.publish.state import StateStore
+    from autograder.run.grade import Log, plan
 
     limits = Limits.from_json(config["limits"])
     masters = load_masters(notebooks=tuple(config["notebooks"]))
@@ -190,7 +191,7 @@ def check(layout: Layout) -> int:
     import torch
 
     from autograder import cli
-    from autograder.pipeline import Runtime  # noqa: F401  (the workers' imports load)
+    from autograder.worker.pipeline import Runtime  # noqa: F401  (the workers' imports load)
 
     print(f"python {sys.version.split()[0]}, torch {torch.__version__}")
     jail, why = isolation()

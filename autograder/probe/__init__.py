@@ -4,6 +4,8 @@ This package runs where student code runs (a jail). It imports only the standard
 numpy, torch and its own modules (relative imports), so that it can be mounted alone under
 another top-level name. A probe never decides anything: it returns plain data (numbers,
 strings, lists, dicts, numpy arrays) that the grader's judges read.
+
+May import: nothing of `autograder` (relative imports of its own modules only).
 """
 
 ERROR_SUFFIX = "!"  # observed[key + "!"] holds the error text when computing observed[key] failed

@@ -10,7 +10,7 @@ code and is not dumpable (no ptrace, no /proc/<pid>/mem for its children).
 A child (`run_cell`, also used by the unjailed grader's forkserver) caps its address space
 and CPU time, sends its output to /dev/null, runs the master's setup cells and the student's
 answer cells up to the target, each after the master's cells above it that define names it
-reads (the job's `steps`, see `autograder.context`; each cell in try/except), records where
+reads (the job's `steps`, see `autograder.worker.context`; each cell in try/except), records where
 the graded names come from (`origin.json`), calls the probe the job names on the cases
 (pickled by the grader: trusted data in the safe direction) and writes what it observed with
 `observed.write_observed`.
@@ -68,7 +68,7 @@ def answer_label(grade_id: str) -> str:
 
 def origins(ns: dict[str, Any], names: list[str], grade_id: str = "") -> dict[str, Any]:
     """name -> facts of where each graded name was made, for the grader to check against the
-    sources it handed out (`autograder.provenance.recorded_imports`): a function's file (the
+    sources it handed out (`autograder.worker.provenance.recorded_imports`): a function's file (the
     cell's label, or a module's path) and first line, decorators unwrapped; a class's
     module, the files of its own methods and its bases' modules; a builtin's module. Plain
     data, bounded. The grader decides, not this process (student code has run in it)."""

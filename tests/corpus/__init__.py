@@ -19,10 +19,10 @@ from typing import Any
 
 import pytest
 
-from autograder.contract import CONTRACT
-from autograder.discover import load_masters
-from autograder.notebook_io import exec_cell, read, setup_sources, solution_answers
-from autograder.paths import SOLUTIONS
+from autograder.model.contract import CONTRACT
+from autograder.model.course import load_masters
+from autograder.model.notebook_io import exec_cell, read, setup_sources, solution_answers
+from autograder.model.paths import SOLUTIONS
 
 
 @dataclass(frozen=True)

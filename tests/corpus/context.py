@@ -5,7 +5,7 @@ head_size` is right in notebook 02. For every code answer cell of the course, th
 rewritten to read such names (sizes, modules, tensors): a check written before the answer
 (`PREFIX`), defaults taken from the notebook (`SIGNATURE`), or the answer written with the
 notebook's names (`WHOLE`). Each must keep full marks, in-process (`corpus.namespace` runs the
-same master cells a probe runs, `autograder.context`) and through the command line
+same master cells a probe runs, `autograder.worker.context`) and through the command line
 (test_grader_corpus.py). A prediction cell without its own line looks at the first name the
 cells above it define (`first_name_above`). Notebook 07's first answer cell has only the setup
 above it, so its variant reads a name of the setup.
@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from functools import cache
 
-from autograder.contract import CONTRACT
-from autograder.discover import load_masters
-from autograder.notebook_io import solution_answers
+from autograder.model.contract import CONTRACT
+from autograder.model.course import load_masters
+from autograder.model.notebook_io import solution_answers
 from tests.corpus import Alternative
 
 LABEL = "in-context"

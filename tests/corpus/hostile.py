@@ -1,7 +1,7 @@
 """Whole submissions for the grader's end-to-end tests, and what the grader must say of them.
 
 - The example class's builders (release, correct, broken and hostile cases) come from the
-  product (autograder.examples); `rounds(nb)` groups the corpus mutations (tests/corpus) so
+  product (examples.build); `rounds(nb)` groups the corpus mutations (tests/corpus) so
   that one submission carries several, one per answer cell, in cells that do not use each
   other's names.
 - `attacks(...)`: every attack class of the jail's threat model (import the reference,
@@ -32,8 +32,11 @@ from typing import Any
 import nbformat
 import psutil
 
-from autograder.discover import load_masters
-from autograder.examples import (  # noqa: F401 - re-exported for the tests
+from autograder.model.course import load_masters
+from autograder.model.paths import SOLUTIONS as SOLUTIONS_DIR  # noqa: F401 - for the tests
+from autograder.publish.outdir import feedback_path
+from autograder.worker.rebuild import defined_names
+from examples.build import (  # noqa: F401 - re-exported for the tests
     ENDLESS,
     MEMORY_HOG,
     NOISE,
@@ -55,9 +58,6 @@ from autograder.examples import (  # noqa: F401 - re-exported for the tests
     strip_metadata,
     with_answers,
 )
-from autograder.outdir import feedback_path
-from autograder.paths import SOLUTIONS as SOLUTIONS_DIR  # noqa: F401 - for the tests
-from autograder.rebuild import defined_names
 from tests import corpus
 
 # ---- the mutation corpus, several mutations per submission ------------------------------------
@@ -240,7 +240,7 @@ def alternatives_beside(
 def context_uses(notebook: str, alternative: corpus.Alternative) -> frozenset[str]:
     """Answer cells whose names the master cells run before `alternative` read (a cell of the
     notebook that calls an earlier answer's function: a mutation there would change it)."""
-    from autograder.context import analyse
+    from autograder.worker.context import analyse
 
     master = load_masters(notebooks=(notebook,))[notebook]
     sols = solutions(notebook)
@@ -337,7 +337,7 @@ def hidden_test_lines() -> set[str]:
 
 def check(out: Path, cases: list[Case]) -> list[str]:
     """Every way the grader's outputs in `out` disagree with the cases' expectations."""
-    from autograder.catalog import describe
+    from autograder.checks.catalog import describe
 
     grades = {(unquote(r["student"]), r["notebook"]): r for r in read_csv(out / "grades.csv")}
     cells = {
@@ -689,7 +689,7 @@ def attacks(notebook: str, paths: dict[str, Path]) -> list[Case]:
     state = paths["out"] / ".state" / "bystander" / f"{notebook}.json"
     forged = '{"grade": {"student": "bystander", "status": "ok"}, "mac": "0"}'
     csv_path = str(paths["out"] / "grades.csv")
-    grader_file = paths["project"] / "autograder" / "grades.py"
+    grader_file = paths["project"] / "autograder" / "model" / "grades.py"
     pth = paths["site"] / "zz_attack.pth"
     files = {
         "atk_import_reference": _answers_with(
@@ -774,7 +774,7 @@ def attacks(notebook: str, paths: dict[str, Path]) -> list[Case]:
 def _cgroups() -> bool:
     """Whether this machine gives jails a cgroup: the kernel then stops a jail holding more
     than its bound in memfd files (without one, memfd_create is refused in the jail)."""
-    from autograder import cgroup
+    from autograder.jail import cgroup
 
     return cgroup.hierarchy() is not None
 

@@ -140,7 +140,8 @@ WRITERS = _writers()
 
 
 # The whole-notebook tests take the mistakes a head adds to notebooks 02-04 (the others are
-# graded there, and every writer of the head is graded in tests/test_diagnosis_corpus.py).
+# graded there, and every writer of the head is graded in
+# tests/unit/checks/test_diagnosis_corpus.py).
 HEAD_MISTAKES = frozenset(
     {
         "no-scale",

@@ -1,7 +1,7 @@
 """Notebook 07: answers written from scratch for the device, memory, multi-head and sdpa cells.
 
 Wrong answers that match no catalog id (a Python list of heads, the wrong device order, ...) are
-in tests/test_checks_nb07.py.
+in tests/unit/checks/test_checks_nb07.py.
 """
 
 from functools import partial

@@ -1,0 +1,1 @@
+"""The example class: `build.py` writes examples/submissions/ (`python -m autograder examples`)."""
