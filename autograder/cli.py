@@ -253,7 +253,7 @@ COMMANDS: dict[str, Command] = {
     "prove": Command("grade the master solutions now, as `grade` does before its first student",
                      "autograder.run.proof"),
     "gradescope": Command("build a Gradescope autograder (autograder.zip) for the chosen "
-                          "notebooks", "autograder.gradescope"),
+                          "notebooks", "autograder.gradescope.command"),
 }  # fmt: skip
 EXAMPLES = """\
 examples:

@@ -15,8 +15,7 @@ from autograder.checks import run_in_process, spec_for
 from autograder.model.contract import CONTRACT
 from autograder.model.notebook_io import exec_cell, read, setup_sources, source
 from autograder.model.paths import SOLUTIONS
-from autograder.model.settings import Limits
-from autograder.run.proof import SLOW
+from autograder.model.settings import LIMITS, Limits
 from autograder.worker.rebuild import release_stubs
 from tests import corpus
 
@@ -263,7 +262,9 @@ def test_whole_notebook_in_grading_mode_still_shows_every_effect(monkeypatch) ->
         assert gap[steps.index(500)] > gap[-1] > 0  # shrinks with training
     # grading mode's runs fit the grader's default budget for a notebook (--timeout), below the
     # share at which the proof of the masters warns that the budget is tight
-    assert seconds < SLOW * Limits().timeout, f"graded run of notebook 06 took {seconds:.0f} s"
+    assert seconds < LIMITS.proof.slow_share * Limits().timeout, (
+        f"graded run of notebook 06 took {seconds:.0f} s"
+    )
 
 
 def test_paired_models_share_every_starting_weight_but_the_value(monkeypatch) -> None:

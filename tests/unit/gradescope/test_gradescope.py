@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from autograder import cli
 from autograder.checks.base import CellResult, Check
 from autograder.checks.catalog import describe
-from autograder.gradescope import build, main
+from autograder.gradescope import build
 from autograder.gradescope.results import STUB, failure, results
 from autograder.gradescope.schema import problems
 from autograder.model.course import InputError
@@ -112,7 +113,9 @@ def test_the_zip_holds_the_scripts_the_grader_and_only_the_chosen_masters(
     tmp_path: Path, capsys
 ) -> None:
     out = tmp_path / "autograder.zip"
-    assert main(["--notebooks", "02", "--out", str(out), "--memory-mb", "1536"]) == 0
+    assert (
+        cli.main(["gradescope", "--notebooks", "02", "--out", str(out), "--memory-mb", "1536"]) == 0
+    )
     printed = capsys.readouterr().out
     with zipfile.ZipFile(out) as zf:
         names = set(zf.namelist())
@@ -138,8 +141,13 @@ def test_the_zip_holds_the_scripts_the_grader_and_only_the_chosen_masters(
 
 
 def test_bad_choices_are_one_line_and_exit_2(tmp_path: Path, capsys) -> None:
-    assert main(["--notebooks", "09", "--out", str(tmp_path / "a.zip")]) == 2
-    assert main(["--notebooks", "02", "--out", str(tmp_path / "a.zip"), "--timeout", "0"]) == 2
+    assert cli.main(["gradescope", "--notebooks", "09", "--out", str(tmp_path / "a.zip")]) == 2
+    assert (
+        cli.main(
+            ["gradescope", "--notebooks", "02", "--out", str(tmp_path / "a.zip"), "--timeout", "0"]
+        )
+        == 2
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and all(line.startswith("python -m autograder gradescope") for line in err)
     assert not (tmp_path / "a.zip").exists()

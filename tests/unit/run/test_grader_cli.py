@@ -23,6 +23,7 @@ from autograder.checks.base import CellResult, Check
 from autograder.cli import main
 from autograder.intake.discover import class_root, discover, extract_zip
 from autograder.model.course import InputError, load_masters, select_notebooks
+from autograder.model.enums import Reason, Status
 from autograder.model.grades import CellGrade, NotebookGrade
 from autograder.model.settings import Limits, explain, fields
 from autograder.publish.feedback import active_content, page, prepare_notebook
@@ -403,10 +404,10 @@ def test_a_notebook_whose_time_is_spent_gets_the_summary_without_the_notebook(
             self.out_of_memory: list[str] = []
 
         def all(self, code_answers: dict[str, str | None]) -> dict:
-            return pipeline._zeros(master, "judged by a fake")
+            return pipeline._zeros(master, Reason.GRADER_ERROR, "judged by a fake")
 
     def execute(nb: nbformat.NotebookNode, **kwargs: object) -> SimpleNamespace:
-        return SimpleNamespace(status="ok", detail="", notebook=nb, seconds=0.0, waited=0.0)
+        return SimpleNamespace(status=Status.OK, detail="", notebook=nb, seconds=0.0, waited=0.0)
 
     monkeypatch.setattr(pipeline, "Judge", FakeJudge)
     limits = Limits(timeout=60.0)
