@@ -221,7 +221,7 @@ def test_a_worker_with_another_checkout_refuses_its_tasks(
     worker) refuses each task before any kernel starts. What the run makes of a task its worker
     did not grade (`error`, the reason in grader.log, no state: a rerun grades it) is the same
     as for a killed worker, below."""
-    import autograder.intake.discover
+    import autograder.model.course
     from autograder.cli import main
     from autograder.model.course import load_masters
     from autograder.worker import pipeline
@@ -234,7 +234,7 @@ def test_a_worker_with_another_checkout_refuses_its_tasks(
             "--notebooks", NOTEBOOK[:2], "--quiet"]  # fmt: skip
     monkeypatch.setenv("AUTOGRADER_CACHE", str(tmp_path / "proofs"))
     with monkeypatch.context() as patched:  # the grading process's grader differs, not its worker's
-        patched.setattr(autograder.intake.discover, "grader_hash", lambda: "an older grader")
+        patched.setattr(autograder.model.course, "grader_hash", lambda: "an older grader")
         assert main(argv) == 2
         assert "another version of the course or grader" in capsys.readouterr().err
         assert not (out / "grades.csv").exists()

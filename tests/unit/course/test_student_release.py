@@ -24,6 +24,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
+from autograder import cli
 from autograder.course import colab, helpers, leaks
 from autograder.course import student_release as sr
 from autograder.course.release import release_into
@@ -155,7 +156,7 @@ def test_a_notebook_showing_an_open_answer_is_refused_with_what_and_where(
     """05's own cells compute 02's answer: 02 and 05 together, nothing graded: refused."""
     dest = tmp_path / "tree"
     argv = ["--assignments", "02,05", "--dest", str(dest), "--release-dir", str(release_dir)]
-    assert sr.main([*argv, "--allow-placeholder"]) == 1
+    assert cli.main(["student-release", *argv, "--allow-placeholder"]) == 1
     err = capsys.readouterr().err
     assert "05_the_head.ipynb shows answers of notebooks up to 02_queries_and_keys.ipynb" in err
     where = "notebooks/05_the_head.ipynb cell 3: `wei = q @ k.transpose(-2, -1) * head_size**-0.5`"
@@ -175,11 +176,11 @@ def test_the_placeholder_repository_is_refused_before_anything_is_written(
     argv = ["--assignments", "01", "--dest", str(dest), "--release-dir", str(release_dir)]
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(colab, "settings", lambda *a: colab.CourseRepo(colab.PLACEHOLDER))
-        assert sr.main(argv) == 2
+        assert cli.main(["student-release", *argv]) == 2
         err = capsys.readouterr().err
         assert f"still the placeholder {colab.PLACEHOLDER!r}" in err, err
         assert not dest.exists(), "a refused release must not write anything"
-        assert sr.main([*argv, "--allow-placeholder"]) == 0
+        assert cli.main(["student-release", *argv, "--allow-placeholder"]) == 0
     assert (dest / "notebooks" / NBS[0]).is_file()
 
 
@@ -207,7 +208,7 @@ def test_a_release_that_would_overwrite_the_instructors_files_is_refused_with_th
     dest.mkdir()
     (dest / "README.md").write_text("my own readme")
     argv = ["--assignments", "01", "--dest", str(dest), "--release-dir", str(release_dir)]
-    assert sr.main([*argv, "--allow-placeholder"]) == 1
+    assert cli.main(["student-release", *argv, "--allow-placeholder"]) == 1
     err = capsys.readouterr().err
     assert "refused: it would overwrite or remove files it did not write" in err
     assert "README.md: not written by a student release" in err

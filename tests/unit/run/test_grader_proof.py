@@ -101,7 +101,7 @@ def test_packages_reached_through_pythonpath_stop_before_grading(
 def test_workers_of_another_version_fail_the_proof_and_stop_the_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
-    import autograder.intake.discover
+    import autograder.model.course
     from autograder.cli import main
 
     monkeypatch.setenv("AUTOGRADER_CACHE", str(tmp_path / "cache"))
@@ -109,7 +109,7 @@ def test_workers_of_another_version_fail_the_proof_and_stop_the_run(
     argv = ["grade", str(one_student(tmp_path)), "--out", str(out), "--jobs", "1", "--no-jail",
             "--notebooks", NOTEBOOK[:2], "--quiet"]  # fmt: skip
     with monkeypatch.context() as patched:  # the grading process's grader differs, not its worker's
-        patched.setattr(autograder.intake.discover, "grader_hash", lambda: "an older grader")
+        patched.setattr(autograder.model.course, "grader_hash", lambda: "an older grader")
         assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "another version of the course or grader" in err[0], err
