@@ -191,7 +191,7 @@ class Jail:
         """The interpreter to run inside: the venv's (its packages, Python's prefix)."""
         return str(self.venv / "bin" / "python")
 
-    def selftest(self, timeout: float = 30.0) -> None:
+    def selftest(self, timeout: float = LIMITS.jail.selftest_timeout) -> None:
         """Start one jail as student code is started (its cgroup, namespaces, seccomp filter,
         mounts and Python), running nothing; raise JailUnavailable, one line of why and what to
         do, if it fails. A jail that starts only without a cgroup gives up cgroups for this
@@ -448,7 +448,7 @@ def _package_binds(
 _HOLDER = "read _ && exec sh -c 'echo 0 > /proc/sys/user/max_user_namespaces && echo ok && read _'"
 
 
-def user_namespace(uid: int, timeout: float = 10.0) -> int:
+def user_namespace(uid: int, timeout: float = LIMITS.jail.userns_timeout) -> int:
     """A file descriptor of a new user namespace mapping root to root (for bwrap's mounts)
     and `uid` to `uid` (for student code), in which no further user namespace can be made."""
     holder = subprocess.Popen(

@@ -116,6 +116,47 @@ class JailLimits:
         "the least a probe child may allocate, however much the server "
         "holds (passed to the server with each job)",
     )
+    selftest_timeout: float = _limit(
+        30.0,
+        "s",
+        "the first jail of a run, started empty to test the jail, must start within this: "
+        "bwrap and a Python import take well under a second",
+    )
+    userns_timeout: float = _limit(
+        10.0,
+        "s",
+        "the helper that makes a jail's user namespace must answer within this (it answers "
+        "in milliseconds)",
+    )
+    folder_entries: int = _limit(
+        10_000,
+        "count",
+        "entries of a kernel's folder counted when its size is measured; past this the "
+        "folder counts as too large (a notebook writes a handful)",
+    )
+
+
+@dataclass(frozen=True)
+class ProbeLimits:
+    """Bounds of the probe package (`autograder/probe`), which runs inside the jail and imports
+    nothing of the grader: its module constants mirror these (MAX_DEPTH, TEXT_CHARS,
+    JSON_BYTES, NPY_HEADER_BYTES), and tests/unit/model/test_settings_limits.py holds them equal."""
+
+    plain_depth: int = _limit(
+        6, "levels", "levels of nesting a probe keeps of a value it observes (probe/plain.py)"
+    )
+    encode_depth: int = _limit(
+        8, "levels", "levels of nesting written to a probe's observed.json (probe/observed.py)"
+    )
+    text_chars: int = _limit(
+        4096, "chars", "characters read of a probe's short text files (its progress mark)"
+    )
+    json_bytes: int = _limit(
+        MiB, "bytes", "largest small JSON file of a probe read back (its reply, its job)"
+    )
+    npy_header_bytes: int = _limit(
+        4096, "bytes", "largest header of one observed array (a real one is under 200 bytes)"
+    )
 
 
 @dataclass(frozen=True)
@@ -318,6 +359,7 @@ class Limits:
     )
     jail: JailLimits = _group(JailLimits)
     reads: ReadLimits = _group(ReadLimits)
+    probe: ProbeLimits = _group(ProbeLimits)
     pages: PageLimits = _group(PageLimits)
     proof: ProofLimits = _group(ProofLimits)
     gradescope: GradescopeLimits = _group(GradescopeLimits)

@@ -31,7 +31,11 @@ import numpy as np
 
 ARRAY = "\x00npz"  # JSON marker: {ARRAY: key} stands for the array stored under key in the .npz
 KINDS = "biufcUS"  # the dtypes `encode` writes
+# Mirrors of model/settings.py's ProbeLimits (this package imports nothing of the grader).
 MAX_DEPTH = 8
+TEXT_CHARS = 4096
+JSON_BYTES = 1 << 20
+NPY_HEADER_BYTES = 4096
 
 
 class Bounds(NamedTuple):
@@ -127,15 +131,15 @@ def read_bytes(folder: str | Path, name: str, limit: int) -> bytes:
     return data
 
 
-def read_text(folder: str | Path, name: str, limit: int = 4096) -> str:
+def read_text(folder: str | Path, name: str, limit: int = TEXT_CHARS) -> str:
     """A short text file, or "" when it is missing or not a plain file."""
     try:
-        return read_bytes(folder, name, 1 << 20)[:limit].decode("utf-8", "replace").strip()
+        return read_bytes(folder, name, JSON_BYTES)[:limit].decode("utf-8", "replace").strip()
     except (OSError, ValueError):
         return ""
 
 
-def read_json(folder: str | Path, name: str, limit: int = 1 << 20) -> Any:
+def read_json(folder: str | Path, name: str, limit: int = JSON_BYTES) -> Any:
     """Parsed JSON of a small file, or None when it is missing, too big or not JSON."""
     try:
         return json.loads(read_bytes(folder, name, limit))
@@ -227,9 +231,13 @@ def _read_member(member: Any, stored: int) -> np.ndarray:
     """One .npy member: the header's shape and dtype must account for exactly `stored` bytes."""
     version = np.lib.format.read_magic(member)
     if version == (1, 0):
-        shape, fortran, dtype = np.lib.format.read_array_header_1_0(member, max_header_size=4096)
+        shape, fortran, dtype = np.lib.format.read_array_header_1_0(
+            member, max_header_size=NPY_HEADER_BYTES
+        )
     elif version in ((2, 0), (3, 0)):
-        shape, fortran, dtype = np.lib.format.read_array_header_2_0(member, max_header_size=4096)
+        shape, fortran, dtype = np.lib.format.read_array_header_2_0(
+            member, max_header_size=NPY_HEADER_BYTES
+        )
     else:
         raise Unreadable("an array of observed.npz has an unknown format")
     if dtype.hasobject or dtype.kind not in KINDS:

@@ -13,7 +13,7 @@ import torch
 
 from . import ERROR_SUFFIX
 
-MAX_DEPTH = 6
+MAX_DEPTH = 6  # mirrors model/settings.py's ProbeLimits.plain_depth
 ANSWER_LABEL = "<answer "  # the file name an answer cell's code is compiled with (child.py)
 
 

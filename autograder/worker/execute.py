@@ -144,7 +144,7 @@ def tree_rss(root: psutil.Process) -> int:
     return total
 
 
-def folder_size(folder: Path, max_entries: int = 10_000) -> int:
+def folder_size(folder: Path, max_entries: int = LIMITS.jail.folder_entries) -> int:
     """Bytes under `folder` (not following links); a flood of entries counts as too big."""
     total, seen = 0, 0
     stack = [str(folder)]
