@@ -139,7 +139,7 @@ class JailLimits:
 @dataclass(frozen=True)
 class ProbeLimits:
     """Bounds of the probe package (`autograder/probe`), which runs inside the jail and imports
-    nothing of the grader: its module constants mirror these (MAX_DEPTH, TEXT_CHARS,
+    nothing of the grader: its module constants mirror these (MAX_DEPTH, TEXT_BYTES,
     JSON_BYTES, NPY_HEADER_BYTES), and tests/unit/model/test_settings_limits.py holds them equal."""
 
     plain_depth: int = _limit(
@@ -148,8 +148,8 @@ class ProbeLimits:
     encode_depth: int = _limit(
         8, "levels", "levels of nesting written to a probe's observed.json (probe/observed.py)"
     )
-    text_chars: int = _limit(
-        4096, "chars", "characters read of a probe's short text files (its progress mark)"
+    text_bytes: int = _limit(
+        4096, "bytes", "bytes kept of a probe's short text files (its progress mark)"
     )
     json_bytes: int = _limit(
         MiB, "bytes", "largest small JSON file of a probe read back (its reply, its job)"

@@ -33,7 +33,7 @@ ARRAY = "\x00npz"  # JSON marker: {ARRAY: key} stands for the array stored under
 KINDS = "biufcUS"  # the dtypes `encode` writes
 # Mirrors of model/settings.py's ProbeLimits (this package imports nothing of the grader).
 MAX_DEPTH = 8
-TEXT_CHARS = 4096
+TEXT_BYTES = 4096
 JSON_BYTES = 1 << 20
 NPY_HEADER_BYTES = 4096
 
@@ -131,7 +131,7 @@ def read_bytes(folder: str | Path, name: str, limit: int) -> bytes:
     return data
 
 
-def read_text(folder: str | Path, name: str, limit: int = TEXT_CHARS) -> str:
+def read_text(folder: str | Path, name: str, limit: int = TEXT_BYTES) -> str:
     """A short text file, or "" when it is missing or not a plain file."""
     try:
         return read_bytes(folder, name, JSON_BYTES)[:limit].decode("utf-8", "replace").strip()

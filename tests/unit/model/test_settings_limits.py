@@ -34,7 +34,7 @@ BOUND = re.compile(
 PROBE_MIRRORS = {
     ("probe/plain.py", "MAX_DEPTH"): "plain_depth",
     ("probe/observed.py", "MAX_DEPTH"): "encode_depth",
-    ("probe/observed.py", "TEXT_CHARS"): "text_chars",
+    ("probe/observed.py", "TEXT_BYTES"): "text_bytes",
     ("probe/observed.py", "JSON_BYTES"): "json_bytes",
     ("probe/observed.py", "NPY_HEADER_BYTES"): "npy_header_bytes",
 }
